@@ -1,0 +1,7 @@
+"""Entry point for ``python -m lab``."""
+
+import sys
+
+from lab.cli import main
+
+sys.exit(main())

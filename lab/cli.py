@@ -1,0 +1,76 @@
+"""``python -m lab up [--hosts N] | down | status | fault KIND HOST``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Sequence
+
+from lab import faults, lifecycle
+from lab.plan import MAX_HOSTS
+from lab.proc import CommandError
+
+FAULTS: dict[str, Callable[[str], None]] = {
+    "engine-stop": faults.stop_engine,
+    "engine-start": faults.start_engine,
+    "network-cut": faults.cut_network,
+    "network-restore": faults.restore_network,
+    "host-stop": faults.stop_host,
+    "host-start": faults.start_host,
+}
+
+
+def _log(message: str) -> None:
+    print(f"lab: {message}", file=sys.stderr, flush=True)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of the lab."""
+    parser = argparse.ArgumentParser(prog="python -m lab", description="The simulated multi-host lab.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    up = commands.add_parser("up", help="start the lab (idempotent)")
+    up.add_argument("--hosts", type=int, default=2, help=f"number of hosts, 1..{MAX_HOSTS} (default 2)")
+    commands.add_parser("down", help="remove everything the lab made (keeps the image cache)")
+    commands.add_parser("status", help="show each host, its address, engine, sshd, network and swarm state")
+    fault = commands.add_parser("fault", help="inject or undo a fault on one host")
+    fault.add_argument("kind", choices=sorted(FAULTS))
+    fault.add_argument("host", help="host name, e.g. server2")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the lab's command line; return the exit status."""
+    args = build_parser().parse_args(argv)
+    started = time.monotonic()
+    try:
+        if args.command == "up":
+            lifecycle.up(args.hosts, _log)
+            _log(f"done in {time.monotonic() - started:.1f} s")
+        elif args.command == "down":
+            lifecycle.down(_log)
+        elif args.command == "status":
+            _print_status()
+        else:
+            FAULTS[args.kind](args.host)
+            _log(f"{args.kind} {args.host}: done")
+    except (CommandError, ValueError, RuntimeError, TimeoutError) as error:
+        _log(f"error: {error}")
+        return 1
+    return 0
+
+
+def _print_status() -> None:
+    report = lifecycle.status()
+    if not report:
+        print("no lab hosts")
+        return
+    row = "{:<8} {:<11} {:<9} {:<7} {:<5} {:<10} {}"
+    print(row.format("HOST", "ADDRESS", "STATE", "ENGINE", "SSHD", "NETWORK", "SWARM"))
+    for host in report:
+        print(
+            row.format(
+                host.name, host.address, host.container,
+                "up" if host.engine else "down", "up" if host.sshd else "down", host.network, host.swarm,
+            )
+        )

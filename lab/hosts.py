@@ -1,0 +1,121 @@
+"""Simulated servers: one container each on the machine's engine, running dockerd and sshd."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from lab.images import BASE_IMAGE, HASH_LABEL, HOST_IMAGE
+from lab.plan import HOST_LABEL, LABEL, NETWORK_NAME, HostSpec
+from lab.proc import docker, feed_file, ok, run
+
+# What a nested dockerd needs, measured on this machine (see shared/ENVIRONMENT.md):
+# --privileged fails (CAP_SYS_RESOURCE is not in the machine's bounding set).
+_HOST_PRIVILEGES = [
+    "--cap-add=ALL", "--cap-drop=SYS_RESOURCE",
+    "--security-opt", "seccomp=unconfined",
+    # Overlay networks write to /proc/sys; without this it is read-only.
+    "--security-opt", "systempaths=unconfined",
+    "--device-cgroup-rule", "a *:* rwm",
+    "--cgroupns", "host",
+    "--volume", "/sys/fs/cgroup:/sys/fs/cgroup:rw",
+]
+HOST_KEY_TYPES = ("ed25519", "ecdsa", "rsa")
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+
+
+def state(host: HostSpec) -> str | None:
+    """Return the host container's state (``running``, ``exited``...), None when absent."""
+    out = docker("container", "inspect", "--format", "{{.State.Status}}", host.container, check=False)
+    return out or None
+
+
+def ensure_host(host: HostSpec, authorized_keys: str, nameservers: list[str]) -> None:
+    """Create and start the host container, or start it when it exists but is stopped."""
+    current = state(host)
+    if current == "running":
+        return
+    if current is not None:
+        docker("start", host.container)
+        return
+    docker("volume", "create", "--label", f"{LABEL}=1", "--label", f"{HOST_LABEL}={host.name}", host.volume)
+    docker(
+        "run", "--detach",
+        "--name", host.container,
+        "--hostname", host.name,
+        "--network", NETWORK_NAME, "--ip", host.address,
+        "--label", f"{LABEL}=1", "--label", f"{HOST_LABEL}={host.name}",
+        # docker-init as PID 1 reaps the orphans a server's daemons leave behind.
+        "--init",
+        *_HOST_PRIVILEGES,
+        "--volume", f"{host.volume}:/var/lib/docker",
+        "--env", f"DSLAB_HOST_NAME={host.name}",
+        "--env", f"DSLAB_AUTHORIZED_KEYS={authorized_keys}",
+        "--env", f"DSLAB_NAMESERVERS={' '.join(nameservers)}",
+        HOST_IMAGE,
+    )
+
+
+def wait_ready(host: HostSpec, timeout: float = 120) -> None:
+    """Wait until the host's engine answers and its sshd listens."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if state(host) == "running" and ok(["docker", "exec", host.container, "dslab-ready"], timeout=30):
+            return
+        time.sleep(0.5)
+    logs = docker("logs", "--tail", "20", host.container, check=False)
+    raise TimeoutError(f"{host.name} not ready after {timeout:.0f} s (engine + sshd); its log:\n{logs}")
+
+
+def host_keys(host: HostSpec) -> list[str]:
+    """Return the host's public host keys (``type base64``), read through the engine, not the network."""
+    files = [f"/etc/ssh/ssh_host_{kind}_key.pub" for kind in HOST_KEY_TYPES]
+    out = docker("exec", host.container, "cat", *files)
+    return [" ".join(line.split()[:2]) for line in out.splitlines() if line.strip()]
+
+
+def ensure_base_image_inside(host: HostSpec, base_hash: str, tarball: Path) -> bool:
+    """Load ``local/debian:trixie`` into the host's own engine unless present; return whether loaded."""
+    label_format = f'{{{{ index .Config.Labels "{HASH_LABEL}" }}}}'
+    current = run(
+        ["docker", "exec", host.container, "docker", "image", "inspect", "--format", label_format, BASE_IMAGE],
+        check=False,
+    ).stdout.strip()
+    if current == base_hash:
+        return False
+    feed_file(tarball, ["docker", "exec", "--interactive", host.container, "docker", "load", "--quiet"])
+    return True
+
+
+def lab_containers() -> list[str]:
+    """Names of every host container of the lab, running or not."""
+    out = docker("ps", "--all", "--filter", f"label={LABEL}", "--format", "{{.Names}}")
+    return sorted(out.split())
+
+
+def lab_volumes() -> list[str]:
+    """Names of every volume of the lab."""
+    out = docker("volume", "ls", "--quiet", "--filter", f"label={LABEL}")
+    return sorted(out.split())
+
+
+def remove_container(container: str) -> None:
+    """Stop the host (its engine shuts down cleanly) and remove the container and its cgroups."""
+    docker("stop", "--time", "30", container, check=False)
+    docker("rm", "--force", "--volumes", container, check=False)
+    remove_cgroups(container)
+
+
+def remove_cgroups(container: str) -> None:
+    """Remove the cgroup subtrees the host's engine made (``/<controller>/<container>``).
+
+    Cgroups are shared with the machine (``--cgroupns host``), so they outlive the container.
+    """
+    for controller in CGROUP_ROOT.iterdir():
+        top = controller / container
+        if not top.is_dir():
+            continue
+        # Depth first: a cgroup directory can only be removed once it has no children.
+        for directory in sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+            directory.rmdir()
+        top.rmdir()

@@ -1,0 +1,146 @@
+"""Bringing the lab up, down, and reporting on it."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from lab import faults, hosts, images, network, operator_files, paths
+from lab.plan import HOST_LABEL, HostSpec, host_by_name, plan_hosts
+from lab.proc import Log, docker, ok, run
+
+
+def up(count: int, log: Log) -> list[HostSpec]:
+    """Bring up a lab of ``count`` hosts; harmless when it is already up. Returns the hosts."""
+    wanted = plan_hosts(count)
+    log("machine engine")
+    run(["bash", str(paths.ENGINE_SCRIPT)], timeout=600)
+    base_hash = images.ensure_base_image(log)
+    images.ensure_host_image(base_hash, log)
+    network.ensure_network()
+    state = operator_files.ensure_state_dir()
+    public_key = operator_files.ensure_operator_key(state)
+
+    _remove_extra_hosts(wanted, log)
+    nameservers = machine_nameservers()
+    for host in wanted:
+        hosts.ensure_host(host, public_key, nameservers)
+    base_tarball = images.base_image_tarball(base_hash)
+
+    def prepare(host: HostSpec) -> None:
+        hosts.wait_ready(host)
+        if hosts.ensure_base_image_inside(host, base_hash, base_tarball):
+            log(f"{host.name}: loaded {images.BASE_IMAGE}")
+
+    with ThreadPoolExecutor(max_workers=len(wanted)) as pool:
+        list(pool.map(prepare, wanted))
+
+    keys = {host.address: hosts.host_keys(host) for host in wanted}
+    operator_files.write_operator_files(state, wanted, keys)
+    for host in wanted:
+        if not ssh_ok(host):
+            raise RuntimeError(f"ssh to {host.name} ({host.address}) failed with the lab's key and known_hosts")
+    log(f"lab up: {', '.join(f'{h.name}={h.address}' for h in wanted)}; stack config in .lab/stack-config.yaml")
+    return wanted
+
+
+def down(log: Log) -> None:
+    """Remove everything the lab made: host containers, their cgroups, volumes, bridge, ``.lab/``."""
+    if ok(["docker", "info"], timeout=30):
+        containers = hosts.lab_containers()
+        with ThreadPoolExecutor(max_workers=max(1, len(containers))) as pool:
+            list(pool.map(hosts.remove_container, containers))
+        for volume in hosts.lab_volumes():
+            docker("volume", "rm", "--force", volume)
+        network.remove_network()
+    else:
+        log("machine engine not running: nothing to remove there")
+    operator_files.remove_state_dir()
+    log("lab down")
+
+
+@dataclass(frozen=True)
+class HostStatus:
+    """What ``lab status`` reports about one host."""
+
+    name: str
+    address: str
+    container: str
+    engine: bool
+    sshd: bool
+    network: str
+    swarm: str
+
+
+def status() -> list[HostStatus]:
+    """Report every host container of the lab, whatever state it is in."""
+    if not ok(["docker", "info"], timeout=30):
+        return []
+    report = []
+    for container in hosts.lab_containers():
+        name = docker("container", "inspect", "--format", f'{{{{ index .Config.Labels "{HOST_LABEL}" }}}}', container)
+        host = host_by_name(name)
+        running = hosts.state(host) == "running"
+        engine = running and faults.engine_running(name)
+        report.append(
+            HostStatus(
+                name=name,
+                address=host.address,
+                container=hosts.state(host) or "absent",
+                engine=engine,
+                sshd=running and ssh_ok(host),
+                network=("cut" if faults.network_cut(name) else "connected") if running else "-",
+                swarm=_swarm_state(host) if engine else "-",
+            )
+        )
+    return report
+
+
+def ssh_ok(host: HostSpec) -> bool:
+    """Return whether the operator reaches ``host`` over ssh with strict host key checking."""
+    config = paths.state_dir() / operator_files.SSH_CONFIG
+    if not config.exists():
+        return False
+    return ok(["ssh", "-F", str(config), "-o", "ConnectTimeout=5", host.name, "true"], timeout=20)
+
+
+def machine_nameservers(resolv_conf: Path = Path("/etc/resolv.conf")) -> list[str]:
+    """The machine's resolvers that a host can reach through NAT (loopback ones cannot be)."""
+    servers = []
+    for line in resolv_conf.read_text().splitlines():
+        fields = line.split()
+        if len(fields) >= 2 and fields[0] == "nameserver":
+            try:
+                address = ipaddress.ip_address(fields[1])
+            except ValueError:
+                continue
+            if not address.is_loopback and address.version == 4:
+                servers.append(str(address))
+    return servers
+
+
+def _swarm_state(host: HostSpec) -> str:
+    out = docker(
+        "exec", host.container, "docker", "info", "--format",
+        "{{json .Swarm.LocalNodeState}} {{json .Swarm.ControlAvailable}}", check=False,
+    )
+    try:
+        node_state, manager = (json.loads(part) for part in out.split())
+    except ValueError:
+        return "?"
+    if node_state == "active":
+        return "manager" if manager else "worker"
+    return str(node_state)
+
+
+def _remove_extra_hosts(wanted: list[HostSpec], log: Log) -> None:
+    """A smaller ``--hosts`` than last time removes the hosts beyond it."""
+    keep = {host.container for host in wanted}
+    for container in hosts.lab_containers():
+        if container not in keep:
+            log(f"remove {container} (beyond --hosts {len(wanted)})")
+            hosts.remove_container(container)
+            docker("volume", "rm", "--force", f"{container}-docker", check=False)
