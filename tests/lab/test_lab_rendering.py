@@ -1,0 +1,64 @@
+"""The operator files the lab writes, rendered by pure functions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from lab import lifecycle, operator_files
+from lab.images import debian_mirror
+from lab.plan import plan_hosts
+
+pytestmark = pytest.mark.lab
+
+
+def test_stack_config_matches_the_contract_with_the_pulumi_program() -> None:
+    text = operator_files.render_stack_config(plan_hosts(2))
+    assert yaml.safe_load(text) == {
+        "dslab:hosts": [
+            {"name": "server1", "address": "10.0.18.1", "role": "manager", "ssh_user": "root", "ssh_port": 22, "gpus": "none"},
+            {"name": "server2", "address": "10.0.18.2", "role": "worker", "ssh_user": "root", "ssh_port": 22, "gpus": "none"},
+        ],
+        "dslab:operator": {"private_key_path": ".lab/operator_ed25519", "known_hosts_path": ".lab/known_hosts"},
+    }
+
+
+def test_the_first_host_manages_and_the_others_work() -> None:
+    roles = [(h.name, h.address, h.role) for h in plan_hosts(3)]
+    assert roles == [("server1", "10.0.18.1", "manager"), ("server2", "10.0.18.2", "worker"), ("server3", "10.0.18.3", "worker")]
+
+
+@pytest.mark.parametrize("count", [0, 9])
+def test_a_host_count_outside_one_to_eight_is_refused_with_an_example(count: int) -> None:
+    with pytest.raises(ValueError, match=rf"between 1 and 8, got {count}; e.g. --hosts 2"):
+        plan_hosts(count)
+
+
+def test_known_hosts_are_keyed_by_address() -> None:
+    text = operator_files.render_known_hosts({"10.0.18.1": ["ssh-ed25519 AAAA1"], "10.0.18.2": ["ssh-ed25519 AAAA2"]})
+    assert text == "10.0.18.1 ssh-ed25519 AAAA1\n10.0.18.2 ssh-ed25519 AAAA2\n"
+
+
+def test_ssh_config_keeps_strict_host_key_checking_and_matches_names_and_addresses() -> None:
+    text = operator_files.render_ssh_config(plan_hosts(1), Path("/r/.lab"))
+    assert "Host server1 10.0.18.1\n" in text
+    assert "StrictHostKeyChecking yes" in text
+    assert "UserKnownHostsFile /r/.lab/known_hosts" in text
+    assert "IdentityFile /r/.lab/operator_ed25519" in text
+    assert "StrictHostKeyChecking no" not in text
+
+
+def test_the_debian_mirror_is_read_from_deb822_sources(tmp_path: Path) -> None:
+    (tmp_path / "sources.list.d").mkdir()
+    (tmp_path / "sources.list.d" / "debian.sources").write_text(
+        "Types: deb\nURIs: http://mirror.example/debian-security\n\nTypes: deb\nURIs: http://mirror.example/debian/\n"
+    )
+    assert debian_mirror(tmp_path) == "http://mirror.example/debian"
+
+
+def test_loopback_resolvers_are_not_handed_to_hosts(tmp_path: Path) -> None:
+    resolv = tmp_path / "resolv.conf"
+    resolv.write_text("nameserver 127.0.0.53\nnameserver 10.255.255.53\nnameserver ::1\noptions edns0\n")
+    assert lifecycle.machine_nameservers(resolv) == ["10.255.255.53"]
