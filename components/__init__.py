@@ -1,0 +1,1 @@
+"""Pulumi components and the pure helpers they are built from."""

@@ -1,0 +1,22 @@
+"""The DeepSpeed hostfile: one ``<name> slots=<n>`` line per host, manager first.
+
+DeepSpeed numbers ranks in hostfile order, so the manager (whose container address is
+passed as ``--master_addr``) comes first and holds rank 0. Names are the containers'
+hostnames, which every container resolves through ``/etc/hosts`` on the overlay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from components.config import Host
+
+
+def order_manager_first(hosts: Sequence[Host]) -> list[Host]:
+    """The manager, then the other hosts in configuration order."""
+    return sorted(hosts, key=lambda host: host.role != "manager")
+
+
+def render_hostfile(hosts: Sequence[Host]) -> str:
+    """Hostfile text, newline-terminated, e.g. ``server1 slots=1\\nserver2 slots=1\\n``."""
+    return "".join(f"{host.name} slots={host.slots}\n" for host in order_manager_first(hosts))

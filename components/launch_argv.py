@@ -1,0 +1,84 @@
+"""The ``deepspeed`` command line that starts training on the manager container, as argv.
+
+``deepspeed --hostfile <hostfile> --master_addr <manager container address> --master_port
+<port> <entrypoint> <ds_config flag> <ds_config path> <workload arguments>``. The master
+address is always given: without it the launcher takes the first address ``hostname -I``
+prints on the first host, which in an overlay container may be docker_gwbridge's.
+Returned as a list; whoever runs it on a remote shell quotes it with ``shlex.join``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from components.config import ArgValue, LabConfig, LlamaFactoryWorkload, ScriptWorkload
+
+
+def format_flag_value(value: ArgValue) -> str:
+    """A flag value as LLaMA-Factory's ``HfArgumentParser`` reads it.
+
+    Booleans are written ``true``/``false``: for ``bool`` fields the parser takes an
+    optional value through ``string_to_bool`` (so ``--do_train true`` equals ``--do_train``),
+    and for ``Optional[bool]`` fields it requires one, so an explicit value is the form
+    that works for both, and the only one that can say false.
+    """
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def llamafactory_flags(args: Mapping[str, ArgValue]) -> list[str]:
+    """``{"stage": "sft", "do_train": True}`` -> ``["--stage", "sft", "--do_train", "true"]``."""
+    flags: list[str] = []
+    for key, value in args.items():
+        flags += [f"--{key}", format_flag_value(value)]
+    return flags
+
+
+def workload_argv(
+    workload: ScriptWorkload | LlamaFactoryWorkload, ds_config_path: str
+) -> list[str]:
+    """The entry point, the ds_config flag and path, then the workload's own arguments."""
+    if isinstance(workload, ScriptWorkload):
+        return [
+            workload.entrypoint,
+            workload.deepspeed_config_flag,
+            ds_config_path,
+            *workload.args,
+        ]
+    return [workload.entrypoint, "--deepspeed", ds_config_path, *llamafactory_flags(workload.args)]
+
+
+def launch_argv(
+    *,
+    hostfile_path: str,
+    master_addr: str,
+    master_port: int,
+    workload: ScriptWorkload | LlamaFactoryWorkload,
+    ds_config_path: str,
+    launcher_args: Sequence[str] = (),
+) -> list[str]:
+    """The full ``deepspeed`` argv; ``launcher_args`` go before the entry point (e.g. ``--ssh_port``)."""
+    return [
+        "deepspeed",
+        "--hostfile",
+        hostfile_path,
+        "--master_addr",
+        master_addr,
+        "--master_port",
+        str(master_port),
+        *launcher_args,
+        *workload_argv(workload, ds_config_path),
+    ]
+
+
+def launch_argv_for(config: LabConfig, hostfile_path: str, ds_config_path: str) -> list[str]:
+    """:func:`launch_argv` with the lab's manager address, port and workload."""
+    plan = config.address_plan()
+    return launch_argv(
+        hostfile_path=hostfile_path,
+        master_addr=plan.address_of(config.manager.name),
+        master_port=config.training.master_port,
+        workload=config.training.workload,
+        ds_config_path=ds_config_path,
+    )
