@@ -7,7 +7,7 @@ from pathlib import Path
 
 from lab.images import BASE_IMAGE, HASH_LABEL, HOST_IMAGE
 from lab.plan import HOST_LABEL, LABEL, NETWORK_NAME, HostSpec
-from lab.proc import docker, feed_file, ok, run
+from lab.proc import docker, feed_file, run
 
 # What a nested dockerd needs, measured on this machine (see shared/ENVIRONMENT.md):
 # --privileged fails (CAP_SYS_RESOURCE is not in the machine's bounding set).
@@ -30,7 +30,7 @@ def state(host: HostSpec) -> str | None:
     return out or None
 
 
-def ensure_host(host: HostSpec, authorized_keys: str, nameservers: list[str]) -> None:
+def ensure_host(host: HostSpec, nameservers: list[str]) -> None:
     """Create and start the host container, or start it when it exists but is stopped."""
     current = state(host)
     if current == "running":
@@ -50,7 +50,6 @@ def ensure_host(host: HostSpec, authorized_keys: str, nameservers: list[str]) ->
         *_HOST_PRIVILEGES,
         "--volume", f"{host.volume}:/var/lib/docker",
         "--env", f"DSLAB_HOST_NAME={host.name}",
-        "--env", f"DSLAB_AUTHORIZED_KEYS={authorized_keys}",
         "--env", f"DSLAB_NAMESERVERS={' '.join(nameservers)}",
         HOST_IMAGE,
     )
@@ -58,13 +57,33 @@ def ensure_host(host: HostSpec, authorized_keys: str, nameservers: list[str]) ->
 
 def wait_ready(host: HostSpec, timeout: float = 120) -> None:
     """Wait until the host's engine answers and its sshd listens."""
+    _wait(host, ["dslab-ready"], "engine + sshd", timeout)
+
+
+def heal(host: HostSpec, timeout: float = 120) -> None:
+    """Undo injected faults on a running host: restore its network, start its engine."""
+    # sshd listening means the entrypoint has finished starting the engine; starting it
+    # before then would race the entrypoint.
+    _wait(host, ["ss", "-Hltn", "sport = :22"], "sshd", timeout, need_output=True)
+    docker("exec", host.container, "dslab-netcut", "restore")
+    docker("exec", host.container, "dslab-engine", "start")
+
+
+def _wait(host: HostSpec, argv: list[str], what: str, timeout: float, need_output: bool = False) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if state(host) == "running" and ok(["docker", "exec", host.container, "dslab-ready"], timeout=30):
-            return
+        if state(host) == "running":
+            result = run(["docker", "exec", host.container, *argv], check=False, timeout=30)
+            if result.returncode == 0 and (result.stdout.strip() or not need_output):
+                return
         time.sleep(0.5)
     logs = docker("logs", "--tail", "20", host.container, check=False)
-    raise TimeoutError(f"{host.name} not ready after {timeout:.0f} s (engine + sshd); its log:\n{logs}")
+    raise TimeoutError(f"{host.name} not ready after {timeout:.0f} s ({what}); its log:\n{logs}")
+
+
+def authorize(host: HostSpec, public_keys: str) -> None:
+    """Make ``public_keys`` (one a line) root's only authorized keys on the host."""
+    run(["docker", "exec", "--interactive", host.container, "dslab-authorize"], input_text=public_keys.strip() + "\n")
 
 
 def host_keys(host: HostSpec) -> list[str]:

@@ -27,11 +27,14 @@ def up(count: int, log: Log) -> list[HostSpec]:
     _remove_extra_hosts(wanted, log)
     nameservers = machine_nameservers()
     for host in wanted:
-        hosts.ensure_host(host, public_key, nameservers)
+        hosts.ensure_host(host, nameservers)
     base_tarball = images.base_image_tarball(base_hash)
 
     def prepare(host: HostSpec) -> None:
+        # `up` also repairs: a host left with a stopped engine or a cut network works again.
+        hosts.heal(host)
         hosts.wait_ready(host)
+        hosts.authorize(host, public_key)
         if hosts.ensure_base_image_inside(host, base_hash, base_tarball):
             log(f"{host.name}: loaded {images.BASE_IMAGE}")
 

@@ -1,8 +1,9 @@
 #!/bin/bash
 # PID 2 of a simulated server (docker-init is PID 1): prepares the host, starts its Docker
 # engine and sshd, and stops both cleanly on `docker stop`.
-# Env: DSLAB_HOST_NAME (required), DSLAB_AUTHORIZED_KEYS (operator public keys, one a line),
+# Env: DSLAB_HOST_NAME (required),
 #      DSLAB_NAMESERVERS (space-separated resolvers the host uses, like a real server's).
+# The operator's key is installed separately (dslab-authorize) and kept across restarts.
 set -euo pipefail
 : "${DSLAB_HOST_NAME:?DSLAB_HOST_NAME must name the host, e.g. server1}"
 
@@ -13,10 +14,6 @@ mkdir -p /run/sshd
 
 # Generates only missing keys: a host keeps its keys across restarts.
 ssh-keygen -A >/dev/null
-
-install -d -m 0700 /root/.ssh
-printf '%s\n' "${DSLAB_AUTHORIZED_KEYS:-}" >/root/.ssh/authorized_keys
-chmod 0600 /root/.ssh/authorized_keys
 
 # Docker's embedded resolver (127.0.0.11) is unusable for the engine inside this host:
 # nested containers on the default bridge would fall back to 8.8.8.8. A real server has
