@@ -57,14 +57,20 @@ def default_ip_range(subnet: str) -> str:
     return str(lower)
 
 
-def static_candidates(subnet: str, ip_range: str, gateway: str) -> Iterator[IPv4Address]:
+def static_candidates(
+    subnet: str, ip_range: str, gateway: str
+) -> Iterator[IPv4Address]:
     """Addresses a static container address may take, lowest first.
 
     Skips the network and broadcast addresses, the gateway and everything in ``ip_range``.
     """
     network = ipaddress.IPv4Network(subnet)
     dynamic = ipaddress.IPv4Network(ip_range)
-    reserved = {network.network_address, network.broadcast_address, IPv4Address(gateway)}
+    reserved = {
+        network.network_address,
+        network.broadcast_address,
+        IPv4Address(gateway),
+    }
     for address in network.hosts():
         if address not in reserved and address not in dynamic:
             yield address

@@ -102,7 +102,9 @@ class LabConfigError(ValueError):
     def __init__(self, problems: Sequence[str]) -> None:
         self.problems = list(problems)
         count = len(self.problems)
-        header = f"{count} problem{'s' if count != 1 else ''} in the stack configuration:"
+        header = (
+            f"{count} problem{'s' if count != 1 else ''} in the stack configuration:"
+        )
         super().__init__("\n".join([header, *(f"  {line}" for line in self.problems)]))
 
 
@@ -144,7 +146,9 @@ class Mount(_Frozen):
     target: AbsolutePath = Field(
         description="Absolute path inside the container.", examples=["/home/user/code"]
     )
-    read_only: bool = Field(default=False, description="Mount read-only. Default false.")
+    read_only: bool = Field(
+        default=False, description="Mount read-only. Default false."
+    )
 
 
 class HostOverrides(_Frozen):
@@ -194,7 +198,9 @@ class Host(_Frozen):
         description="Swarm role; exactly one host is the manager. Default worker.",
         examples=["manager"],
     )
-    ssh_user: UnixUser = Field(default="root", description="ssh login user. Default root.")
+    ssh_user: UnixUser = Field(
+        default="root", description="ssh login user. Default root."
+    )
     ssh_port: Port = Field(default=22, description="ssh port of the host. Default 22.")
     gpus: GpuRequest = Field(
         default="none",
@@ -239,9 +245,14 @@ def _check_hosts(hosts: tuple[Host, ...]) -> tuple[Host, ...]:
     problems: list[tuple[Loc, str]] = []
     if not hosts:
         raise ConfigProblems(
-            [((), "is empty; expected at least one host, e.g. [{name: server1, "
-              "address: 10.0.18.1, role: manager}]")]
-        )  # fmt: skip
+            [
+                (
+                    (),
+                    "is empty; expected at least one host, e.g. [{name: server1, "
+                    "address: 10.0.18.1, role: manager}]",
+                )
+            ]
+        )
     for attribute in ("name", "address"):
         first_seen: dict[str, int] = {}
         for index, host in enumerate(hosts):
@@ -259,7 +270,10 @@ def _check_hosts(hosts: tuple[Host, ...]) -> tuple[Host, ...]:
     managers = [index for index, host in enumerate(hosts) if host.role == "manager"]
     if not managers:
         problems.append(
-            ((), "has no manager; set role: manager on exactly one host, e.g. hosts[0].role: manager")
+            (
+                (),
+                "has no manager; set role: manager on exactly one host, e.g. hosts[0].role: manager",
+            )
         )
     for index in managers[1:]:
         problems.append(
@@ -305,9 +319,14 @@ class OperatorConfig(_Frozen):
         if (self.private_key_path is None) == (self.private_key is None):
             given = "both" if self.private_key is not None else "neither"
             raise ConfigProblems(
-                [((), f"has {given} of private_key_path and private_key; give exactly one, "
-                  "e.g. private_key_path: ~/.ssh/id_ed25519")]
-            )  # fmt: skip
+                [
+                    (
+                        (),
+                        f"has {given} of private_key_path and private_key; give exactly one, "
+                        "e.g. private_key_path: ~/.ssh/id_ed25519",
+                    )
+                ]
+            )
         return self
 
     @property
@@ -326,7 +345,9 @@ class NetworkConfig(_Frozen):
         default="overlay",
         description='How containers reach each other. Only "overlay" (docker swarm) so far.',
     )
-    name: DockerName = Field(default="test-net", description="Network name. Default test-net.")
+    name: DockerName = Field(
+        default="test-net", description="Network name. Default test-net."
+    )
     subnet: IPv4NetworkStr = Field(
         default="10.0.3.0/24",
         description="Overlay subnet; must not contain the hosts' addresses. Default 10.0.3.0/24.",
@@ -341,7 +362,8 @@ class NetworkConfig(_Frozen):
         examples=["10.0.3.0/25"],
     )
     mtu: Mtu | None = Field(
-        default=None, description="Overlay MTU in bytes. Default: docker's (1450 for VXLAN)."
+        default=None,
+        description="Overlay MTU in bytes. Default: docker's (1450 for VXLAN).",
     )
     encrypted: bool = Field(
         default=False, description="Encrypt overlay traffic (IPsec). Default false."
@@ -353,22 +375,31 @@ class NetworkConfig(_Frozen):
         subnet = ipaddress.IPv4Network(self.subnet)
         if subnet.prefixlen > MAX_PREFIX_LENGTH:
             problems.append(
-                (("subnet",), f"{self.subnet!r} is too small for a gateway, a dynamic range and "
-                 f"static container addresses; expected a /{MAX_PREFIX_LENGTH} or larger, "
-                 "e.g. 10.0.3.0/24")
-            )  # fmt: skip
+                (
+                    ("subnet",),
+                    f"{self.subnet!r} is too small for a gateway, a dynamic range and "
+                    f"static container addresses; expected a /{MAX_PREFIX_LENGTH} or larger, "
+                    "e.g. 10.0.3.0/24",
+                )
+            )
         if self.ip_range is not None:
             dynamic = ipaddress.IPv4Network(self.ip_range)
             if not dynamic.subnet_of(subnet):
                 problems.append(
-                    (("ip_range",), f"{self.ip_range!r} is not inside subnet {self.subnet}; "
-                     f"expected a part of it, e.g. {default_ip_range(self.subnet)}")
-                )  # fmt: skip
+                    (
+                        ("ip_range",),
+                        f"{self.ip_range!r} is not inside subnet {self.subnet}; "
+                        f"expected a part of it, e.g. {default_ip_range(self.subnet)}",
+                    )
+                )
             elif dynamic == subnet:
                 problems.append(
-                    (("ip_range",), f"{self.ip_range!r} is the whole subnet, which leaves no room "
-                     f"for static container addresses; use a part, e.g. {default_ip_range(self.subnet)}")
-                )  # fmt: skip
+                    (
+                        ("ip_range",),
+                        f"{self.ip_range!r} is the whole subnet, which leaves no room "
+                        f"for static container addresses; use a part, e.g. {default_ip_range(self.subnet)}",
+                    )
+                )
         _raise_if(problems)
         return self
 
@@ -434,9 +465,12 @@ class ImageConfig(_Frozen):
         default="every-host",
         description="Build on every host, or build on the manager and copy. Default every-host.",
     )
-    tag: ImageReference = Field(default="dslab/train", description="Image name. Default dslab/train.")
+    tag: ImageReference = Field(
+        default="dslab/train", description="Image name. Default dslab/train."
+    )
     platform: str = Field(
-        default="linux/amd64", description="Target platform of the build. Default linux/amd64."
+        default="linux/amd64",
+        description="Target platform of the build. Default linux/amd64.",
     )
 
     @model_validator(mode="before")
@@ -467,7 +501,9 @@ def _ulimit_from_number(value: Any) -> Any:
         return {"soft": value, "hard": value}
     if isinstance(value, Mapping):
         return value
-    raise ValueError("is not a ulimit; expected a number (-1 = unlimited) or {soft: n, hard: n}, e.g. -1")
+    raise ValueError(
+        "is not a ulimit; expected a number (-1 = unlimited) or {soft: n, hard: n}, e.g. -1"
+    )
 
 
 UlimitValue = Annotated[Ulimit, BeforeValidator(_ulimit_from_number)]
@@ -485,7 +521,8 @@ class ContainerConfig(_Frozen):
 
     name: DockerName = Field(default="llm", description="Container name. Default llm.")
     shm_size: Size = Field(
-        default="40G", description="/dev/shm size, e.g. 40G or 512M (binary units). Default 40G."
+        default="40G",
+        description="/dev/shm size, e.g. 40G or 512M (binary units). Default 40G.",
     )
     ulimits: dict[UlimitName, UlimitValue] = Field(
         default_factory=_default_ulimits,
@@ -514,9 +551,12 @@ class ContainerConfig(_Frozen):
         for index, mount in enumerate(self.mounts):
             if mount.target in seen:
                 problems.append(
-                    (("mounts", index, "target"), f"{mount.target!r} is also the target of "
-                     f"mounts[{seen[mount.target]}]; mount each container path once")
-                )  # fmt: skip
+                    (
+                        ("mounts", index, "target"),
+                        f"{mount.target!r} is also the target of "
+                        f"mounts[{seen[mount.target]}]; mount each container path once",
+                    )
+                )
             seen.setdefault(mount.target, index)
         _raise_if(problems)
         return self
@@ -566,13 +606,23 @@ def _check_arg_names(args: dict[str, ArgValue]) -> dict[str, ArgValue]:
     for key in args:
         if key in RESERVED_ARGS:
             problems.append(
-                ((key,), "is set by dslab (from training.deepspeed and the launcher); remove it")
+                (
+                    (key,),
+                    "is set by dslab (from training.deepspeed and the launcher); remove it",
+                )
             )
-        elif not key.replace("_", "a").isalnum() or key[0].isdigit() or key != key.lower():
+        elif (
+            not key.replace("_", "a").isalnum()
+            or key[0].isdigit()
+            or key != key.lower()
+        ):
             problems.append(
-                ((key,), "is not an argument name; expected lower-case words joined by '_', "
-                 "e.g. per_device_train_batch_size")
-            )  # fmt: skip
+                (
+                    (key,),
+                    "is not an argument name; expected lower-case words joined by '_', "
+                    "e.g. per_device_train_batch_size",
+                )
+            )
     _raise_if(problems)
     return args
 
@@ -586,7 +636,9 @@ class ScriptWorkload(_Frozen):
         examples=["/opt/dslab/train_tiny.py"],
     )
     args: tuple[Argument, ...] = Field(
-        default=(), description="Arguments after the ds_config flag.", examples=[["--steps", "20"]]
+        default=(),
+        description="Arguments after the ds_config flag.",
+        examples=[["--steps", "20"]],
     )
     workdir: AbsolutePath = Field(
         default="/opt/dslab",
@@ -634,7 +686,9 @@ class LossScaling(_Frozen):
     """fp16 dynamic loss scaling (the write-up's values)."""
 
     loss_scale: float = Field(default=0, description="0 = dynamic. Default 0.")
-    initial_scale_power: int = Field(default=16, description="Initial scale 2**n. Default 16.")
+    initial_scale_power: int = Field(
+        default=16, description="Initial scale 2**n. Default 16."
+    )
     loss_scale_window: int = Field(default=1000, description="Default 1000.")
     hysteresis: int = Field(default=2, description="Default 2.")
     min_loss_scale: float = Field(default=1, description="Default 1.")
@@ -662,9 +716,12 @@ class DeepSpeedSettings(_Frozen):
         default="auto", description='Default "auto".'
     )
     gradient_clipping: AutoOrNonNegativeFloat = Field(
-        default="auto", description='Gradient norm clip; 0 turns it off. Default "auto".'
+        default="auto",
+        description='Gradient norm clip; 0 turns it off. Default "auto".',
     )
-    zero_allow_untested_optimizer: bool = Field(default=True, description="Default true.")
+    zero_allow_untested_optimizer: bool = Field(
+        default=True, description="Default true."
+    )
     allgather_partitions: bool = Field(default=True, description="Default true.")
     allgather_bucket_size: BucketSize = Field(
         default=500_000_000, description="Elements per allgather bucket. Default 5e8."
@@ -676,14 +733,17 @@ class DeepSpeedSettings(_Frozen):
     overlap_comm: bool = Field(default=False, description="Default false.")
     contiguous_gradients: bool = Field(default=True, description="Default true.")
     loss_scaling: LossScaling = Field(
-        default_factory=LossScaling, description="fp16 loss scaling (fp16 and auto only)."
+        default_factory=LossScaling,
+        description="fp16 loss scaling (fp16 and auto only).",
     )
 
 
 class TrainingConfig(_Frozen):
     """The run: which workload, the DeepSpeed settings, and how ``pulumi up`` treats it."""
 
-    launch: bool = Field(default=True, description="Start training on pulumi up. Default true.")
+    launch: bool = Field(
+        default=True, description="Start training on pulumi up. Default true."
+    )
     wait: bool = Field(
         default=True,
         description="pulumi up waits for training to end (and fails with it). Default true.",
@@ -693,7 +753,9 @@ class TrainingConfig(_Frozen):
         description="kind: script or kind: llamafactory. Default: the write-up's LLaMA-Factory run.",
     )
     deepspeed: DeepSpeedSettings = Field(default_factory=DeepSpeedSettings)
-    master_port: Port = Field(default=29500, description="Rendezvous port. Default 29500.")
+    master_port: Port = Field(
+        default=29500, description="Rendezvous port. Default 29500."
+    )
     socket_ifname: InterfaceName | None = Field(
         default=None,
         description=(
@@ -714,27 +776,39 @@ class TrainingConfig(_Frozen):
             where = ("deepspeed", "precision")
             if fp16 and bf16:
                 problems.append(
-                    (("workload", "args"), "sets both fp16: true and bf16: true; pick one, "
-                     "e.g. remove bf16")
-                )  # fmt: skip
+                    (
+                        ("workload", "args"),
+                        "sets both fp16: true and bf16: true; pick one, "
+                        "e.g. remove bf16",
+                    )
+                )
             elif precision == "fp16" and not fp16:
                 problems.append(
-                    (where, "'fp16' conflicts with training.workload.args "
-                     f"({'bf16: true' if bf16 else 'no fp16: true'}); set args.fp16: true, "
-                     "or precision: auto to follow the args")
-                )  # fmt: skip
+                    (
+                        where,
+                        "'fp16' conflicts with training.workload.args "
+                        f"({'bf16: true' if bf16 else 'no fp16: true'}); set args.fp16: true, "
+                        "or precision: auto to follow the args",
+                    )
+                )
             elif precision == "bf16" and not bf16:
                 problems.append(
-                    (where, "'bf16' conflicts with training.workload.args "
-                     f"({'fp16: true' if fp16 else 'no bf16: true'}); set args.bf16: true "
-                     "(and fp16: null), or precision: auto to follow the args")
-                )  # fmt: skip
+                    (
+                        where,
+                        "'bf16' conflicts with training.workload.args "
+                        f"({'fp16: true' if fp16 else 'no bf16: true'}); set args.bf16: true "
+                        "(and fp16: null), or precision: auto to follow the args",
+                    )
+                )
             elif precision == "fp32" and (fp16 or bf16):
                 flag = "fp16" if fp16 else "bf16"
                 problems.append(
-                    (where, f"'fp32' conflicts with training.workload.args.{flag}: true; set "
-                     f"args.{flag}: null, or precision: auto to follow the args")
-                )  # fmt: skip
+                    (
+                        where,
+                        f"'fp32' conflicts with training.workload.args.{flag}: true; set "
+                        f"args.{flag}: null, or precision: auto to follow the args",
+                    )
+                )
             # The Trainer refuses a ds_config whose numbers differ from its own arguments.
             for ds_key, arg_key in (
                 ("train_micro_batch_size_per_gpu", "per_device_train_batch_size"),
@@ -742,12 +816,19 @@ class TrainingConfig(_Frozen):
             ):
                 ds_value = getattr(self.deepspeed, ds_key)
                 arg_value = _as_number(args.get(arg_key))
-                if ds_value != "auto" and arg_value is not None and ds_value != arg_value:
+                if (
+                    ds_value != "auto"
+                    and arg_value is not None
+                    and ds_value != arg_value
+                ):
                     problems.append(
-                        (("deepspeed", ds_key), f"{ds_value} differs from training.workload."
-                         f"args.{arg_key} ({arg_value}); the Trainer rejects the mismatch: set "
-                         f'{ds_key}: "auto" or make them equal')
-                    )  # fmt: skip
+                        (
+                            ("deepspeed", ds_key),
+                            f"{ds_value} differs from training.workload."
+                            f"args.{arg_key} ({arg_value}); the Trainer rejects the mismatch: set "
+                            f'{ds_key}: "auto" or make them equal',
+                        )
+                    )
         _raise_if(problems)
         return self
 
@@ -759,14 +840,17 @@ class TrainingConfig(_Frozen):
             return value if isinstance(value, int) else None
 
         ds = self.deepspeed
-        micro, accumulation = known(ds.train_micro_batch_size_per_gpu), known(
-            ds.gradient_accumulation_steps
+        micro, accumulation = (
+            known(ds.train_micro_batch_size_per_gpu),
+            known(ds.gradient_accumulation_steps),
         )
         if isinstance(self.workload, LlamaFactoryWorkload):
             args = self.workload.args
             micro = micro or _as_number(args.get("per_device_train_batch_size"))
             # The Trainer's default accumulation is 1.
-            accumulation = accumulation or _as_number(args.get("gradient_accumulation_steps", 1))
+            accumulation = accumulation or _as_number(
+                args.get("gradient_accumulation_steps", 1)
+            )
         return known(ds.train_batch_size), micro, accumulation
 
 
@@ -782,7 +866,12 @@ class LabConfig(_Frozen):
     )
     operator: OperatorConfig = Field(
         description="ssh key and known_hosts of the machine running Pulumi.",
-        examples=[{"private_key_path": "~/.ssh/id_ed25519", "known_hosts_path": "~/.ssh/known_hosts"}],
+        examples=[
+            {
+                "private_key_path": "~/.ssh/id_ed25519",
+                "known_hosts_path": "~/.ssh/known_hosts",
+            }
+        ],
     )
     network: NetworkConfig = Field(default_factory=NetworkConfig)
     image: ImageConfig = Field(default_factory=ImageConfig)
@@ -794,7 +883,9 @@ class LabConfig(_Frozen):
     def _gpus_follow_image_variant(cls, data: Any) -> Any:
         # A host without `gpus` gets all GPUs on a gpu image and none on a cpu image:
         # the least surprising default either way.
-        if not isinstance(data, Mapping) or not isinstance(data.get("hosts"), list | tuple):
+        if not isinstance(data, Mapping) or not isinstance(
+            data.get("hosts"), list | tuple
+        ):
             return data
         image = data.get("image")
         variant = image.get("variant", "gpu") if isinstance(image, Mapping) else "gpu"
@@ -825,10 +916,13 @@ class LabConfig(_Frozen):
         for index, host in enumerate(self.hosts):
             if ipaddress.IPv4Address(host.address) in subnet:
                 problems.append(
-                    (("network", "subnet"), f"{network.subnet!r} contains hosts[{index}].address "
-                     f"{host.address}; the overlay must not overlap the hosts' own network: pick "
-                     f"another private range, e.g. {self._free_subnet_example()}")
-                )  # fmt: skip
+                    (
+                        ("network", "subnet"),
+                        f"{network.subnet!r} contains hosts[{index}].address "
+                        f"{host.address}; the overlay must not overlap the hosts' own network: pick "
+                        f"another private range, e.g. {self._free_subnet_example()}",
+                    )
+                )
         seen: dict[str, int] = {}
         for index, host in enumerate(self.hosts):
             if host.container_address is None:
@@ -839,16 +933,25 @@ class LabConfig(_Frozen):
             example = self._free_example()
             if address not in subnet:
                 problems.append(
-                    (where, f"{value!r} is outside network.subnet {network.subnet}; pick an "
-                     f"address in it outside ip_range {dynamic}, e.g. {example}")
-                )  # fmt: skip
+                    (
+                        where,
+                        f"{value!r} is outside network.subnet {network.subnet}; pick an "
+                        f"address in it outside ip_range {dynamic}, e.g. {example}",
+                    )
+                )
             elif address == subnet.network_address:
                 problems.append(
-                    (where, f"{value!r} is the network address of {network.subnet}; e.g. {example}")
+                    (
+                        where,
+                        f"{value!r} is the network address of {network.subnet}; e.g. {example}",
+                    )
                 )
             elif address == subnet.broadcast_address:
                 problems.append(
-                    (where, f"{value!r} is the broadcast address of {network.subnet}; e.g. {example}")
+                    (
+                        where,
+                        f"{value!r} is the broadcast address of {network.subnet}; e.g. {example}",
+                    )
                 )
             elif address == gateway:
                 problems.append(
@@ -856,14 +959,20 @@ class LabConfig(_Frozen):
                 )
             elif address in dynamic:
                 problems.append(
-                    (where, f"{value!r} is inside network.ip_range {dynamic}, where swarm "
-                     f"allocates its own endpoints; pick one outside it, e.g. {example}")
-                )  # fmt: skip
+                    (
+                        where,
+                        f"{value!r} is inside network.ip_range {dynamic}, where swarm "
+                        f"allocates its own endpoints; pick one outside it, e.g. {example}",
+                    )
+                )
             if value in seen:
                 problems.append(
-                    (where, f"{value!r} is also the container_address of hosts[{seen[value]}]; "
-                     f"every container needs its own address, e.g. {example}")
-                )  # fmt: skip
+                    (
+                        where,
+                        f"{value!r} is also the container_address of hosts[{seen[value]}]; "
+                        f"every container needs its own address, e.g. {example}",
+                    )
+                )
             seen.setdefault(value, index)
         if not problems:
             try:
@@ -902,24 +1011,36 @@ class LabConfig(_Frozen):
             expected = micro * accumulation * world
             if total != expected:
                 return [
-                    (where, f"{total} is not micro batch {micro} x gradient accumulation "
-                     f"{accumulation} x world size {world} = {expected}; set "
-                     f'train_batch_size: {expected}, or "auto"')
-                ]  # fmt: skip
+                    (
+                        where,
+                        f"{total} is not micro batch {micro} x gradient accumulation "
+                        f"{accumulation} x world size {world} = {expected}; set "
+                        f'train_batch_size: {expected}, or "auto"',
+                    )
+                ]
         elif micro is not None or accumulation is not None:
-            known, name = (micro, "micro batch") if micro is not None else (
-                accumulation, "gradient accumulation")  # fmt: skip
+            known, name = (
+                (micro, "micro batch")
+                if micro is not None
+                else (accumulation, "gradient accumulation")
+            )
             assert known is not None
             if total % (known * world):
                 return [
-                    (where, f"{total} is not divisible by {name} {known} x world size {world} "
-                     f"= {known * world}; use a multiple of {known * world}, e.g. {known * world}")
-                ]  # fmt: skip
+                    (
+                        where,
+                        f"{total} is not divisible by {name} {known} x world size {world} "
+                        f"= {known * world}; use a multiple of {known * world}, e.g. {known * world}",
+                    )
+                ]
         elif total % world:
             return [
-                (where, f"{total} is not divisible by world size {world}; use a multiple "
-                 f"of {world}, e.g. {world}")
-            ]  # fmt: skip
+                (
+                    where,
+                    f"{total} is not divisible by world size {world}; use a multiple "
+                    f"of {world}, e.g. {world}",
+                )
+            ]
         return []
 
     # --- derived values used by the components ---
@@ -980,7 +1101,9 @@ def _unwrap(annotation: Any) -> Any:
         if origin is Annotated:
             annotation = typing.get_args(annotation)[0]
         elif origin in (Union, pytypes.UnionType):
-            members = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+            members = [
+                arg for arg in typing.get_args(annotation) if arg is not type(None)
+            ]
             if len(members) != 1:
                 return annotation
             annotation = members[0]
@@ -1083,7 +1206,9 @@ def format_error(error: Mapping[str, Any], namespace: str = NAMESPACE) -> list[s
         hint = f"did you mean {close[0]!r}? " if close else "remove it; "
         return [f"{path}: unknown key; {hint}known keys: {', '.join(known)}"]
     if kind == "missing":
-        return [f"{path}: is required; add it" + (f", e.g. {example}" if example else "")]
+        return [
+            f"{path}: is required; add it" + (f", e.g. {example}" if example else "")
+        ]
     if kind == "literal_error":
         expected = ctx.get("expected", "")
         return [f"{path}: {_show(value)} is not allowed; expected one of {expected}"]
@@ -1093,7 +1218,11 @@ def format_error(error: Mapping[str, Any], namespace: str = NAMESPACE) -> list[s
             for member in typing.get_args(located.target)
             if _is_model(member) and "kind" in member.model_fields
         ]
-        got = f"kind {value.get('kind')!r} is unknown" if kind == "union_tag_invalid" and isinstance(value, Mapping) else "kind is missing"
+        got = (
+            f"kind {value.get('kind')!r} is unknown"
+            if kind == "union_tag_invalid" and isinstance(value, Mapping)
+            else "kind is missing"
+        )
         return [f"{path}: {got}; expected kind: {' or kind: '.join(tags)}"]
     if kind in ("model_type", "model_attributes_type", "dict_type"):
         keys = list(located.target.model_fields) if _is_model(located.target) else []
@@ -1104,7 +1233,9 @@ def format_error(error: Mapping[str, Any], namespace: str = NAMESPACE) -> list[s
     return [f"{path}: {_show(value)} is not valid ({message}){suffix}"]
 
 
-def format_validation_error(error: ValidationError, namespace: str = NAMESPACE) -> list[str]:
+def format_validation_error(
+    error: ValidationError, namespace: str = NAMESPACE
+) -> list[str]:
     """Every problem in a pydantic ``ValidationError`` as one line each, deduplicated."""
     lines: list[str] = []
     for item in error.errors(include_url=False):
@@ -1128,7 +1259,9 @@ def load_lab_config(values: Mapping[str, Any]) -> LabConfig:
         raise LabConfigError(format_validation_error(error)) from None
 
 
-def strip_namespace(config: Mapping[str, Any], namespace: str = NAMESPACE) -> tuple[dict[str, Any], list[str]]:
+def strip_namespace(
+    config: Mapping[str, Any], namespace: str = NAMESPACE
+) -> tuple[dict[str, Any], list[str]]:
     """Pick the ``dslab:`` keys out of a full Pulumi config mapping.
 
     Keys without a namespace belong to the project (Pulumi's own rule). Keys of other
@@ -1141,8 +1274,13 @@ def strip_namespace(config: Mapping[str, Any], namespace: str = NAMESPACE) -> tu
         prefix, _, name = key.rpartition(":")
         if prefix in ("", namespace):
             values[name] = value
-        elif difflib.SequenceMatcher(None, prefix, namespace).ratio() >= 0.6 and name in TOP_LEVEL_KEYS:
-            problems.append(f"{key}: unknown namespace {prefix!r}; did you mean '{namespace}:{name}'?")
+        elif (
+            difflib.SequenceMatcher(None, prefix, namespace).ratio() >= 0.6
+            and name in TOP_LEVEL_KEYS
+        ):
+            problems.append(
+                f"{key}: unknown namespace {prefix!r}; did you mean '{namespace}:{name}'?"
+            )
     return values, problems
 
 
@@ -1173,10 +1311,14 @@ def load_stack_file(path: str | Path) -> LabConfig:
     if document is None:
         document = {}
     if not isinstance(document, Mapping):
-        raise LabConfigError([f"{path}: expected a mapping with a config: key at the top"])
+        raise LabConfigError(
+            [f"{path}: expected a mapping with a config: key at the top"]
+        )
     config = document.get("config", {})
     if not isinstance(config, Mapping):
-        raise LabConfigError([f"{path}: config: must be a mapping of keys such as {NAMESPACE}:hosts"])
+        raise LabConfigError(
+            [f"{path}: config: must be a mapping of keys such as {NAMESPACE}:hosts"]
+        )
     return _load(config)
 
 
@@ -1187,7 +1329,10 @@ def load_pulumi_config() -> LabConfig:
     """
     from pulumi.runtime import config as runtime_config
 
-    raw: dict[str, Any] = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
+    raw: dict[str, Any] = {
+        **runtime_config.get_config_env(),
+        **runtime_config.CONFIG.get(),
+    }
     decoded: dict[str, Any] = {}
     problems: list[str] = []
     for key, value in raw.items():

@@ -28,7 +28,10 @@ def _precision_sections(settings: DeepSpeedSettings) -> dict[str, Any]:
         "min_loss_scale": _number(scaling.min_loss_scale),
     }
     if settings.precision == "auto":
-        return {"fp16": {"enabled": "auto", **fp16_scaling}, "bf16": {"enabled": "auto"}}
+        return {
+            "fp16": {"enabled": "auto", **fp16_scaling},
+            "bf16": {"enabled": "auto"},
+        }
     if settings.precision == "fp16":
         return {"fp16": {"enabled": True, **fp16_scaling}}
     if settings.precision == "bf16":

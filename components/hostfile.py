@@ -19,4 +19,6 @@ def order_manager_first(hosts: Sequence[Host]) -> list[Host]:
 
 def render_hostfile(hosts: Sequence[Host]) -> str:
     """Hostfile text, newline-terminated, e.g. ``server1 slots=1\\nserver2 slots=1\\n``."""
-    return "".join(f"{host.name} slots={host.slots}\n" for host in order_manager_first(hosts))
+    return "".join(
+        f"{host.name} slots={host.slots}\n" for host in order_manager_first(hosts)
+    )

@@ -46,7 +46,12 @@ def workload_argv(
             ds_config_path,
             *workload.args,
         ]
-    return [workload.entrypoint, "--deepspeed", ds_config_path, *llamafactory_flags(workload.args)]
+    return [
+        workload.entrypoint,
+        "--deepspeed",
+        ds_config_path,
+        *llamafactory_flags(workload.args),
+    ]
 
 
 def launch_argv(
@@ -72,7 +77,9 @@ def launch_argv(
     ]
 
 
-def launch_argv_for(config: LabConfig, hostfile_path: str, ds_config_path: str) -> list[str]:
+def launch_argv_for(
+    config: LabConfig, hostfile_path: str, ds_config_path: str
+) -> list[str]:
     """:func:`launch_argv` with the lab's manager address, port and workload."""
     plan = config.address_plan()
     return launch_argv(

@@ -35,13 +35,33 @@ _IMAGE_REF = re.compile(
 )
 _PYTHON_VERSION = re.compile(r"^3\.[0-9]{1,2}(\.[0-9]{1,2})?$")
 _SIZE = re.compile(r"^([0-9]+)\s*([bkmgt]?)i?b?$", re.IGNORECASE)
-_SIZE_FACTORS_MB = {"": 1 / (1024 * 1024), "b": 1 / (1024 * 1024), "k": 1 / 1024, "m": 1, "g": 1024, "t": 1024 * 1024}
+_SIZE_FACTORS_MB = {
+    "": 1 / (1024 * 1024),
+    "b": 1 / (1024 * 1024),
+    "k": 1 / 1024,
+    "m": 1,
+    "g": 1024,
+    "t": 1024 * 1024,
+}
 
 # The ulimit names docker accepts (``docker run --ulimit``), from its units package.
 ULIMIT_NAMES = (
-    "core", "cpu", "data", "fsize", "locks", "memlock", "msgqueue", "nice",
-    "nofile", "nproc", "rss", "rtprio", "rttime", "sigpending", "stack",
-)  # fmt: skip
+    "core",
+    "cpu",
+    "data",
+    "fsize",
+    "locks",
+    "memlock",
+    "msgqueue",
+    "nice",
+    "nofile",
+    "nproc",
+    "rss",
+    "rtprio",
+    "rttime",
+    "sigpending",
+    "stack",
+)
 
 
 def _as_int(value: Any) -> int | None:
@@ -126,7 +146,9 @@ def absolute_path(value: str) -> str:
     if not value.startswith("/"):
         raise ValueError("is not an absolute path; expected e.g. /home/user/code")
     if "\n" in value or "\x00" in value:
-        raise ValueError("contains a newline or NUL byte; expected e.g. /home/user/code")
+        raise ValueError(
+            "contains a newline or NUL byte; expected e.g. /home/user/code"
+        )
     return value
 
 
@@ -143,7 +165,9 @@ def env_name(value: str) -> str:
 def env_value(value: str) -> str:
     """An environment variable value: one line (``.deepspeed_env`` is line based)."""
     if "\n" in value or "\r" in value or "\x00" in value:
-        raise ValueError("contains a line break; expected a single-line value, e.g. INFO")
+        raise ValueError(
+            "contains a line break; expected a single-line value, e.g. INFO"
+        )
     return value
 
 
@@ -178,7 +202,7 @@ def python_version(value: Any) -> str:
     text = str(value)
     if isinstance(value, float):
         raise ValueError(
-            "is a number, and YAML turns 3.10 into 3.1; quote it, e.g. python: \"3.10\""
+            'is a number, and YAML turns 3.10 into 3.1; quote it, e.g. python: "3.10"'
         )
     if not _PYTHON_VERSION.match(text):
         raise ValueError('is not a Python 3 version; expected e.g. "3.10"')
@@ -200,7 +224,9 @@ def size(value: Any) -> str:
     try:
         megabytes = size_to_mb(text)
     except ValueError:
-        raise ValueError("is not a size; expected a number and a unit, e.g. 40G or 512M") from None
+        raise ValueError(
+            "is not a size; expected a number and a unit, e.g. 40G or 512M"
+        ) from None
     if megabytes < 1:
         raise ValueError("is smaller than 1M; expected e.g. 40G or 512M")
     return text
@@ -215,7 +241,9 @@ def bucket_size(value: Any) -> int:
     except (TypeError, ValueError):
         raise ValueError("is not a number of elements; expected e.g. 5e8") from None
     if number != int(number) or number < 1:
-        raise ValueError("must be a whole positive number of elements; expected e.g. 5e8")
+        raise ValueError(
+            "must be a whole positive number of elements; expected e.g. 5e8"
+        )
     return int(number)
 
 
@@ -223,7 +251,9 @@ def zero_stage(value: Any) -> int:
     """A DeepSpeed ZeRO stage."""
     number = _as_int(value)
     if number not in (0, 1, 2, 3):
-        raise ValueError("is not a ZeRO stage; expected 0, 1, 2 or 3, e.g. zero_stage: 2")
+        raise ValueError(
+            "is not a ZeRO stage; expected 0, 1, 2 or 3, e.g. zero_stage: 2"
+        )
     return number
 
 
@@ -234,7 +264,9 @@ def auto_or_positive_int(value: Any) -> int | Literal["auto"]:
     number = _as_int(value)
     if number is not None and number >= 1:
         return number
-    raise ValueError('is neither "auto" nor a positive integer; expected e.g. "auto" or 8')
+    raise ValueError(
+        'is neither "auto" nor a positive integer; expected e.g. "auto" or 8'
+    )
 
 
 def auto_or_non_negative_float(value: Any) -> float | Literal["auto"]:
@@ -267,10 +299,18 @@ def gpu_request(value: Any) -> GpuRequestValue:
     if isinstance(value, (list, tuple)) and value:
         ids: list[str] = []
         for item in value:
-            if isinstance(item, bool) or not isinstance(item, (int, str)) or str(item).strip() == "":
-                raise ValueError(f"contains {item!r}, which is not a device id; {example}")
+            if (
+                isinstance(item, bool)
+                or not isinstance(item, (int, str))
+                or str(item).strip() == ""
+            ):
+                raise ValueError(
+                    f"contains {item!r}, which is not a device id; {example}"
+                )
             if isinstance(item, int) and item < 0:
-                raise ValueError(f"contains {item!r}, which is not a device id; {example}")
+                raise ValueError(
+                    f"contains {item!r}, which is not a device id; {example}"
+                )
             ids.append(str(item).strip())
         if len(set(ids)) != len(ids):
             raise ValueError(f"lists a device id twice; {example}")
@@ -311,7 +351,9 @@ def ulimit_name(value: str) -> str:
     if value not in ULIMIT_NAMES:
         close = difflib.get_close_matches(value, ULIMIT_NAMES, n=1)
         hint = f"did you mean {close[0]!r}? " if close else ""
-        raise ValueError(f"is not a ulimit name; {hint}expected one of {', '.join(ULIMIT_NAMES)}")
+        raise ValueError(
+            f"is not a ulimit name; {hint}expected one of {', '.join(ULIMIT_NAMES)}"
+        )
     return value
 
 
@@ -320,14 +362,18 @@ def container_path(value: Any) -> str:
     if not isinstance(value, str) or not value.strip() or value.startswith("-"):
         raise ValueError("is not a path; expected e.g. /opt/dslab/train_tiny.py")
     if "\n" in value or "\x00" in value:
-        raise ValueError("contains a newline or NUL byte; expected e.g. /opt/dslab/train_tiny.py")
+        raise ValueError(
+            "contains a newline or NUL byte; expected e.g. /opt/dslab/train_tiny.py"
+        )
     return value
 
 
 def argument(value: Any) -> str:
     """One command-line argument; numbers are turned into text (YAML reads 20 as an int)."""
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise ValueError('is not a command-line argument; expected text, e.g. "--steps"')
+        raise ValueError(
+            'is not a command-line argument; expected text, e.g. "--steps"'
+        )
     text = str(value)
     if "\x00" in text:
         raise ValueError('contains a NUL byte; expected text, e.g. "--steps"')
@@ -355,9 +401,15 @@ def secret_string(value: Any) -> SecretStr | EncryptedSecret:
         return value
     if isinstance(value, str):
         if not value.strip():
-            raise ValueError("is empty; expected the secret text, set with pulumi config set --secret")
+            raise ValueError(
+                "is empty; expected the secret text, set with pulumi config set --secret"
+            )
         return SecretStr(value)
-    if isinstance(value, Mapping) and set(value) == {"secure"} and isinstance(value["secure"], str):
+    if (
+        isinstance(value, Mapping)
+        and set(value) == {"secure"}
+        and isinstance(value["secure"], str)
+    ):
         return EncryptedSecret(secure=value["secure"])
     raise ValueError(
         "is not a secret string; expected the text itself or a Pulumi secret "
@@ -391,7 +443,9 @@ PythonVersion = Annotated[str, PlainValidator(python_version)]
 Size = Annotated[str, PlainValidator(size)]
 BucketSize = Annotated[int, PlainValidator(bucket_size)]
 ZeroStage = Annotated[int, PlainValidator(zero_stage)]
-AutoOrPositiveInt = Annotated[int | Literal["auto"], PlainValidator(auto_or_positive_int)]
+AutoOrPositiveInt = Annotated[
+    int | Literal["auto"], PlainValidator(auto_or_positive_int)
+]
 AutoOrNonNegativeFloat = Annotated[
     float | Literal["auto"], PlainValidator(auto_or_non_negative_float)
 ]

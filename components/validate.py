@@ -44,9 +44,13 @@ def warnings(config: LabConfig) -> list[str]:
                 '"auto", which only the Hugging Face Trainer integration fills in; a script '
                 "calling deepspeed.initialize itself needs numbers"
             )
-    if config.image.variant == "gpu" and all(host.gpus == "none" for host in config.hosts):
+    if config.image.variant == "gpu" and all(
+        host.gpus == "none" for host in config.hosts
+    ):
         found.append('image.variant is gpu but every host has gpus: "none"')
-    if config.image.variant == "cpu" and any(host.gpus != "none" for host in config.hosts):
+    if config.image.variant == "cpu" and any(
+        host.gpus != "none" for host in config.hosts
+    ):
         found.append("image.variant is cpu but some hosts request GPUs")
     return found
 
