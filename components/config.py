@@ -57,6 +57,8 @@ from components.types import (
     EncryptedSecret,
     EnvName,
     EnvValue,
+    FlagName,
+    FlagValue,
     GpuRequest,
     GpuRequestValue,
     HostName,
@@ -587,10 +589,8 @@ LLAMAFACTORY_DEFAULT_ARGS: dict[str, str | int | float | bool] = {
 }
 """The write-up's LoRA SFT arguments (chatglm2-6b on alpaca_gpt4_zh)."""
 
-# Arguments dslab sets itself; a workload must not set them.
-RESERVED_ARGS = ("deepspeed", "deepspeed_config", "local_rank")
-
 ArgValue = str | int | float | bool
+"""A training argument's value, as the launch argv renders it."""
 
 
 def _merge_llamafactory_args(value: Any) -> Any:
@@ -599,32 +599,6 @@ def _merge_llamafactory_args(value: Any) -> Any:
         merged: dict[Any, Any] = {**LLAMAFACTORY_DEFAULT_ARGS, **value}
         return {key: item for key, item in merged.items() if item is not None}
     return value
-
-
-def _check_arg_names(args: dict[str, ArgValue]) -> dict[str, ArgValue]:
-    problems: list[tuple[Loc, str]] = []
-    for key in args:
-        if key in RESERVED_ARGS:
-            problems.append(
-                (
-                    (key,),
-                    "is set by dslab (from training.deepspeed and the launcher); remove it",
-                )
-            )
-        elif (
-            not key.replace("_", "a").isalnum()
-            or key[0].isdigit()
-            or key != key.lower()
-        ):
-            problems.append(
-                (
-                    (key,),
-                    "is not an argument name; expected lower-case words joined by '_', "
-                    "e.g. per_device_train_batch_size",
-                )
-            )
-    _raise_if(problems)
-    return args
 
 
 class ScriptWorkload(_Frozen):
@@ -667,9 +641,8 @@ class LlamaFactoryWorkload(_Frozen):
         description="LLaMA-Factory checkout inside the container. Default /home/user/code.",
     )
     args: Annotated[
-        dict[str, ArgValue],
+        dict[FlagName, FlagValue],
         BeforeValidator(_merge_llamafactory_args),
-        AfterValidator(_check_arg_names),
     ] = Field(
         default_factory=lambda: dict(LLAMAFACTORY_DEFAULT_ARGS),
         description=(
@@ -1228,7 +1201,8 @@ def format_error(error: Mapping[str, Any], namespace: str = NAMESPACE) -> list[s
         keys = list(located.target.model_fields) if _is_model(located.target) else []
         expected = f"keys {', '.join(keys)}" if keys else "key: value pairs"
         return [f"{path}: {_show(value)} is not a mapping; expected {expected}"]
-    message = str(error["msg"])
+    # Tuples are lists in YAML.
+    message = str(error["msg"]).replace("valid tuple", "list")
     message = message[0].lower() + message[1:] if message else message
     return [f"{path}: {_show(value)} is not valid ({message}){suffix}"]
 

@@ -380,6 +380,39 @@ def argument(value: Any) -> str:
     return text
 
 
+def flag_value(value: Any) -> str | int | float | bool:
+    """A value of a ``--key value`` training argument: text, a number or a boolean."""
+    if isinstance(value, (str, int, float, bool)):
+        if isinstance(value, str) and "\x00" in value:
+            raise ValueError(
+                'contains a NUL byte; expected text, e.g. "alpaca_gpt4_zh"'
+            )
+        return value
+    raise ValueError(
+        'is not a flag value; expected text, a number or true/false, e.g. "alpaca_gpt4_zh"'
+    )
+
+
+_FLAG_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+
+#: Flags dslab passes itself (``--deepspeed <ds_config>``) or the launcher adds (``--local_rank``).
+RESERVED_FLAGS = ("deepspeed", "deepspeed_config", "local_rank")
+
+
+def flag_name(value: str) -> str:
+    """The name of a ``--name value`` training argument, without the dashes."""
+    if value in RESERVED_FLAGS:
+        raise ValueError(
+            "is set by dslab (from training.deepspeed and the launcher); remove it"
+        )
+    if not _FLAG_NAME.match(value):
+        raise ValueError(
+            "is not an argument name; expected lower-case words joined by '_', without the "
+            "leading --, e.g. per_device_train_batch_size"
+        )
+    return value
+
+
 # --- Pulumi secrets in stack files ---------------------------------------------------
 
 
@@ -457,3 +490,5 @@ InterfaceName = Annotated[str, AfterValidator(interface_name)]
 UlimitName = Annotated[str, AfterValidator(ulimit_name)]
 ContainerPath = Annotated[str, PlainValidator(container_path)]
 Argument = Annotated[str, PlainValidator(argument)]
+FlagValue = Annotated[str | int | float | bool, PlainValidator(flag_value)]
+FlagName = Annotated[str, AfterValidator(flag_name)]

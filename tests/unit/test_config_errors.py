@@ -336,8 +336,21 @@ def test_llamafactory_args_asking_for_fp16_and_bf16_at_once_are_rejected() -> No
 def test_workload_args_may_not_set_what_dslab_sets() -> None:
     training = {"workload": {"kind": "llamafactory", "args": {"deepspeed": "x.json"}}}
     assert problems(lab(training=training)) == [
-        "dslab:training.workload.args.deepspeed: is set by dslab (from training.deepspeed and "
-        "the launcher); remove it"
+        "dslab:training.workload.args.deepspeed: key 'deepspeed' is set by dslab (from "
+        "training.deepspeed and the launcher); remove it"
+    ]
+
+
+def test_workload_argument_names_are_checked_alongside_their_values() -> None:
+    args = {"--dataset": "x", "template": ["a"]}
+    training = {"workload": {"kind": "llamafactory", "args": args}}
+    assert problems(lab(training=training)) == [
+        # template is a default argument, so it comes first.
+        "dslab:training.workload.args.template: ['a'] is not a flag value; expected text, "
+        'a number or true/false, e.g. "alpaca_gpt4_zh"',
+        "dslab:training.workload.args['--dataset']: key '--dataset' is not an argument name; "
+        "expected lower-case words joined by '_', without the leading --, "
+        "e.g. per_device_train_batch_size",
     ]
 
 
