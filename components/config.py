@@ -76,6 +76,7 @@ from components.types import (
     UlimitName,
     UnixUser,
     ZeroStage,
+    as_int,
     gpu_request,
     is_encrypted_value,
     size_to_mb,
@@ -110,24 +111,22 @@ class LabConfigError(ValueError):
         super().__init__("\n".join([header, *(f"  {line}" for line in self.problems)]))
 
 
-def _raise_if(problems: list[tuple[Loc, str]]) -> None:
-    if problems:
-        raise ConfigProblems(problems)
+class Problems(list[tuple[Loc, str]]):
+    """Cross-field problems collected by one validator, raised together."""
+
+    def add(self, loc: Loc, message: str) -> None:
+        """Record ``message`` about the key at ``loc`` (relative to the validator's model)."""
+        self.append((loc, message))
+
+    def raise_if_any(self) -> None:
+        """Raise :class:`ConfigProblems` when anything was recorded."""
+        if self:
+            raise ConfigProblems(self)
 
 
 def _is_true(value: Any) -> bool:
     """A LLaMA-Factory flag value that means true (``pulumi config set`` may store "true")."""
     return value is True or (isinstance(value, str) and value.strip().lower() == "true")
-
-
-def _as_number(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value)
-    return None
 
 
 class _Frozen(BaseModel):
@@ -244,14 +243,13 @@ class Host(_Frozen):
 
 def _check_hosts(hosts: tuple[Host, ...]) -> tuple[Host, ...]:
     """Cross-host rules: names and addresses unique, exactly one manager."""
-    problems: list[tuple[Loc, str]] = []
+    problems = Problems()
     if not hosts:
         raise ConfigProblems(
             [
                 (
                     (),
-                    "is empty; expected at least one host, e.g. [{name: server1, "
-                    "address: 10.0.18.1, role: manager}]",
+                    "is empty; expected at least one host, e.g. [{name: server1, address: 10.0.18.1, role: manager}]",
                 )
             ]
         )
@@ -260,32 +258,26 @@ def _check_hosts(hosts: tuple[Host, ...]) -> tuple[Host, ...]:
         for index, host in enumerate(hosts):
             value = getattr(host, attribute)
             if value in first_seen:
-                problems.append(
-                    (
-                        (index, attribute),
-                        f"{value!r} is also the {attribute} of hosts[{first_seen[value]}]; "
-                        f"every host needs its own {attribute}",
-                    )
+                problems.add(
+                    (index, attribute),
+                    f"{value!r} is also the {attribute} of hosts[{first_seen[value]}]; "
+                    f"every host needs its own {attribute}",
                 )
             else:
                 first_seen[value] = index
     managers = [index for index, host in enumerate(hosts) if host.role == "manager"]
     if not managers:
-        problems.append(
-            (
-                (),
-                "has no manager; set role: manager on exactly one host, e.g. hosts[0].role: manager",
-            )
+        problems.add(
+            (),
+            "has no manager; set role: manager on exactly one host, e.g. hosts[0].role: manager",
         )
     for index in managers[1:]:
-        problems.append(
-            (
-                (index, "role"),
-                f"'manager' is also the role of hosts[{managers[0]}]; a lab has exactly one "
-                "manager: set role: worker here",
-            )
+        problems.add(
+            (index, "role"),
+            f"'manager' is also the role of hosts[{managers[0]}]; a lab has exactly one "
+            "manager: set role: worker here",
         )
-    _raise_if(problems)
+    problems.raise_if_any()
     return hosts
 
 
@@ -320,15 +312,13 @@ class OperatorConfig(_Frozen):
     def _exactly_one_key(self) -> OperatorConfig:
         if (self.private_key_path is None) == (self.private_key is None):
             given = "both" if self.private_key is not None else "neither"
-            raise ConfigProblems(
-                [
-                    (
-                        (),
-                        f"has {given} of private_key_path and private_key; give exactly one, "
-                        "e.g. private_key_path: ~/.ssh/id_ed25519",
-                    )
-                ]
+            problems = Problems()
+            problems.add(
+                (),
+                f"has {given} of private_key_path and private_key; give exactly one, "
+                "e.g. private_key_path: ~/.ssh/id_ed25519",
             )
+            problems.raise_if_any()
         return self
 
     @property
@@ -373,36 +363,30 @@ class NetworkConfig(_Frozen):
 
     @model_validator(mode="after")
     def _range_inside_subnet(self) -> NetworkConfig:
-        problems: list[tuple[Loc, str]] = []
+        problems = Problems()
         subnet = ipaddress.IPv4Network(self.subnet)
         if subnet.prefixlen > MAX_PREFIX_LENGTH:
-            problems.append(
-                (
-                    ("subnet",),
-                    f"{self.subnet!r} is too small for a gateway, a dynamic range and "
-                    f"static container addresses; expected a /{MAX_PREFIX_LENGTH} or larger, "
-                    "e.g. 10.0.3.0/24",
-                )
+            problems.add(
+                ("subnet",),
+                f"{self.subnet!r} is too small for a gateway, a dynamic range and "
+                f"static container addresses; expected a /{MAX_PREFIX_LENGTH} or larger, "
+                "e.g. 10.0.3.0/24",
             )
         if self.ip_range is not None:
             dynamic = ipaddress.IPv4Network(self.ip_range)
             if not dynamic.subnet_of(subnet):
-                problems.append(
-                    (
-                        ("ip_range",),
-                        f"{self.ip_range!r} is not inside subnet {self.subnet}; "
-                        f"expected a part of it, e.g. {default_ip_range(self.subnet)}",
-                    )
+                problems.add(
+                    ("ip_range",),
+                    f"{self.ip_range!r} is not inside subnet {self.subnet}; "
+                    f"expected a part of it, e.g. {default_ip_range(self.subnet)}",
                 )
             elif dynamic == subnet:
-                problems.append(
-                    (
-                        ("ip_range",),
-                        f"{self.ip_range!r} is the whole subnet, which leaves no room "
-                        f"for static container addresses; use a part, e.g. {default_ip_range(self.subnet)}",
-                    )
+                problems.add(
+                    ("ip_range",),
+                    f"{self.ip_range!r} is the whole subnet, which leaves no room "
+                    f"for static container addresses; use a part, e.g. {default_ip_range(self.subnet)}",
                 )
-        _raise_if(problems)
+        problems.raise_if_any()
         return self
 
     @property
@@ -548,19 +532,17 @@ class ContainerConfig(_Frozen):
 
     @model_validator(mode="after")
     def _mount_targets_unique(self) -> ContainerConfig:
-        problems: list[tuple[Loc, str]] = []
+        problems = Problems()
         seen: dict[str, int] = {}
         for index, mount in enumerate(self.mounts):
             if mount.target in seen:
-                problems.append(
-                    (
-                        ("mounts", index, "target"),
-                        f"{mount.target!r} is also the target of "
-                        f"mounts[{seen[mount.target]}]; mount each container path once",
-                    )
+                problems.add(
+                    ("mounts", index, "target"),
+                    f"{mount.target!r} is also the target of "
+                    f"mounts[{seen[mount.target]}]; mount each container path once",
                 )
             seen.setdefault(mount.target, index)
-        _raise_if(problems)
+        problems.raise_if_any()
         return self
 
 
@@ -740,7 +722,7 @@ class TrainingConfig(_Frozen):
 
     @model_validator(mode="after")
     def _precision_and_batch_agree_with_workload(self) -> TrainingConfig:
-        problems: list[tuple[Loc, str]] = []
+        problems = Problems()
         workload = self.workload
         if isinstance(workload, LlamaFactoryWorkload):
             args = workload.args
@@ -748,39 +730,30 @@ class TrainingConfig(_Frozen):
             precision = self.deepspeed.precision
             where = ("deepspeed", "precision")
             if fp16 and bf16:
-                problems.append(
-                    (
-                        ("workload", "args"),
-                        "sets both fp16: true and bf16: true; pick one, "
-                        "e.g. remove bf16",
-                    )
+                problems.add(
+                    ("workload", "args"),
+                    "sets both fp16: true and bf16: true; pick one, e.g. remove bf16",
                 )
             elif precision == "fp16" and not fp16:
-                problems.append(
-                    (
-                        where,
-                        "'fp16' conflicts with training.workload.args "
-                        f"({'bf16: true' if bf16 else 'no fp16: true'}); set args.fp16: true, "
-                        "or precision: auto to follow the args",
-                    )
+                problems.add(
+                    where,
+                    "'fp16' conflicts with training.workload.args "
+                    f"({'bf16: true' if bf16 else 'no fp16: true'}); set args.fp16: true, "
+                    "or precision: auto to follow the args",
                 )
             elif precision == "bf16" and not bf16:
-                problems.append(
-                    (
-                        where,
-                        "'bf16' conflicts with training.workload.args "
-                        f"({'fp16: true' if fp16 else 'no bf16: true'}); set args.bf16: true "
-                        "(and fp16: null), or precision: auto to follow the args",
-                    )
+                problems.add(
+                    where,
+                    "'bf16' conflicts with training.workload.args "
+                    f"({'fp16: true' if fp16 else 'no bf16: true'}); set args.bf16: true "
+                    "(and fp16: null), or precision: auto to follow the args",
                 )
             elif precision == "fp32" and (fp16 or bf16):
                 flag = "fp16" if fp16 else "bf16"
-                problems.append(
-                    (
-                        where,
-                        f"'fp32' conflicts with training.workload.args.{flag}: true; set "
-                        f"args.{flag}: null, or precision: auto to follow the args",
-                    )
+                problems.add(
+                    where,
+                    f"'fp32' conflicts with training.workload.args.{flag}: true; set "
+                    f"args.{flag}: null, or precision: auto to follow the args",
                 )
             # The Trainer refuses a ds_config whose numbers differ from its own arguments.
             for ds_key, arg_key in (
@@ -788,21 +761,19 @@ class TrainingConfig(_Frozen):
                 ("gradient_accumulation_steps", "gradient_accumulation_steps"),
             ):
                 ds_value = getattr(self.deepspeed, ds_key)
-                arg_value = _as_number(args.get(arg_key))
+                arg_value = as_int(args.get(arg_key))
                 if (
                     ds_value != "auto"
                     and arg_value is not None
                     and ds_value != arg_value
                 ):
-                    problems.append(
-                        (
-                            ("deepspeed", ds_key),
-                            f"{ds_value} differs from training.workload."
-                            f"args.{arg_key} ({arg_value}); the Trainer rejects the mismatch: set "
-                            f'{ds_key}: "auto" or make them equal',
-                        )
+                    problems.add(
+                        ("deepspeed", ds_key),
+                        f"{ds_value} differs from training.workload."
+                        f"args.{arg_key} ({arg_value}); the Trainer rejects the mismatch: set "
+                        f'{ds_key}: "auto" or make them equal',
                     )
-        _raise_if(problems)
+        problems.raise_if_any()
         return self
 
     def effective_batch_numbers(self) -> tuple[int | None, int | None, int | None]:
@@ -819,9 +790,9 @@ class TrainingConfig(_Frozen):
         )
         if isinstance(self.workload, LlamaFactoryWorkload):
             args = self.workload.args
-            micro = micro or _as_number(args.get("per_device_train_batch_size"))
+            micro = micro or as_int(args.get("per_device_train_batch_size"))
             # The Trainer's default accumulation is 1.
-            accumulation = accumulation or _as_number(
+            accumulation = accumulation or as_int(
                 args.get("gradient_accumulation_steps", 1)
             )
         return known(ds.train_batch_size), micro, accumulation
@@ -873,28 +844,26 @@ class LabConfig(_Frozen):
 
     @model_validator(mode="after")
     def _cross_section_rules(self) -> LabConfig:
-        problems = [
-            *self._address_problems(),
-            *self._batch_problems(),
-        ]
-        _raise_if(problems)
+        problems = self._address_problems()
+        batch = self._batch_problem()
+        if batch is not None:
+            problems.add(("training", "deepspeed", "train_batch_size"), batch)
+        problems.raise_if_any()
         return self
 
-    def _address_problems(self) -> list[tuple[Loc, str]]:
-        problems: list[tuple[Loc, str]] = []
+    def _address_problems(self) -> Problems:
+        problems = Problems()
         network = self.network
         subnet = ipaddress.IPv4Network(network.subnet)
         dynamic = ipaddress.IPv4Network(network.effective_ip_range)
         gateway = ipaddress.IPv4Address(network.gateway)
         for index, host in enumerate(self.hosts):
             if ipaddress.IPv4Address(host.address) in subnet:
-                problems.append(
-                    (
-                        ("network", "subnet"),
-                        f"{network.subnet!r} contains hosts[{index}].address "
-                        f"{host.address}; the overlay must not overlap the hosts' own network: pick "
-                        f"another private range, e.g. {self._free_subnet_example()}",
-                    )
+                problems.add(
+                    ("network", "subnet"),
+                    f"{network.subnet!r} contains hosts[{index}].address "
+                    f"{host.address}; the overlay must not overlap the hosts' own network: pick "
+                    f"another private range, e.g. {self._free_subnet_example()}",
                 )
         seen: dict[str, int] = {}
         for index, host in enumerate(self.hosts):
@@ -905,53 +874,41 @@ class LabConfig(_Frozen):
             value = host.container_address
             example = self._free_example()
             if address not in subnet:
-                problems.append(
-                    (
-                        where,
-                        f"{value!r} is outside network.subnet {network.subnet}; pick an "
-                        f"address in it outside ip_range {dynamic}, e.g. {example}",
-                    )
+                problems.add(
+                    where,
+                    f"{value!r} is outside network.subnet {network.subnet}; pick an "
+                    f"address in it outside ip_range {dynamic}, e.g. {example}",
                 )
             elif address == subnet.network_address:
-                problems.append(
-                    (
-                        where,
-                        f"{value!r} is the network address of {network.subnet}; e.g. {example}",
-                    )
+                problems.add(
+                    where,
+                    f"{value!r} is the network address of {network.subnet}; e.g. {example}",
                 )
             elif address == subnet.broadcast_address:
-                problems.append(
-                    (
-                        where,
-                        f"{value!r} is the broadcast address of {network.subnet}; e.g. {example}",
-                    )
+                problems.add(
+                    where,
+                    f"{value!r} is the broadcast address of {network.subnet}; e.g. {example}",
                 )
             elif address == gateway:
-                problems.append(
-                    (where, f"{value!r} is the overlay gateway; e.g. {example}")
-                )
+                problems.add(where, f"{value!r} is the overlay gateway; e.g. {example}")
             elif address in dynamic:
-                problems.append(
-                    (
-                        where,
-                        f"{value!r} is inside network.ip_range {dynamic}, where swarm "
-                        f"allocates its own endpoints; pick one outside it, e.g. {example}",
-                    )
+                problems.add(
+                    where,
+                    f"{value!r} is inside network.ip_range {dynamic}, where swarm "
+                    f"allocates its own endpoints; pick one outside it, e.g. {example}",
                 )
             if value in seen:
-                problems.append(
-                    (
-                        where,
-                        f"{value!r} is also the container_address of hosts[{seen[value]}]; "
-                        f"every container needs its own address, e.g. {example}",
-                    )
+                problems.add(
+                    where,
+                    f"{value!r} is also the container_address of hosts[{seen[value]}]; "
+                    f"every container needs its own address, e.g. {example}",
                 )
             seen.setdefault(value, index)
         if not problems:
             try:
                 self.address_plan()
             except AddressPlanError as error:
-                problems.append((("network", "subnet"), str(error)))
+                problems.add(("network", "subnet"), str(error))
         return problems
 
     def _free_subnet_example(self) -> str:
@@ -974,47 +931,34 @@ class LabConfig(_Frozen):
                 return str(address)
         return "(none left: use a larger subnet)"
 
-    def _batch_problems(self) -> list[tuple[Loc, str]]:
+    def _batch_problem(self) -> str | None:
+        """Why train_batch_size cannot be micro batch x accumulation x world size, if so."""
         world = self.world_size
         total, micro, accumulation = self.training.effective_batch_numbers()
-        where: Loc = ("training", "deepspeed", "train_batch_size")
         if total is None:
-            return []
+            return None
         if micro is not None and accumulation is not None:
             expected = micro * accumulation * world
             if total != expected:
-                return [
-                    (
-                        where,
-                        f"{total} is not micro batch {micro} x gradient accumulation "
-                        f"{accumulation} x world size {world} = {expected}; set "
-                        f'train_batch_size: {expected}, or "auto"',
-                    )
-                ]
-        elif micro is not None or accumulation is not None:
-            known, name = (
-                (micro, "micro batch")
-                if micro is not None
-                else (accumulation, "gradient accumulation")
-            )
-            assert known is not None
-            if total % (known * world):
-                return [
-                    (
-                        where,
-                        f"{total} is not divisible by {name} {known} x world size {world} "
-                        f"= {known * world}; use a multiple of {known * world}, e.g. {known * world}",
-                    )
-                ]
-        elif total % world:
-            return [
-                (
-                    where,
-                    f"{total} is not divisible by world size {world}; use a multiple "
-                    f"of {world}, e.g. {world}",
+                return (
+                    f"{total} is not micro batch {micro} x gradient accumulation "
+                    f"{accumulation} x world size {world} = {expected}; set "
+                    f'train_batch_size: {expected}, or "auto"'
                 )
-            ]
-        return []
+            return None
+        # One factor known (or none): DeepSpeed derives the rest, which must come out whole.
+        factor, name = world, f"world size {world}"
+        if micro is not None:
+            factor, name = micro * world, f"micro batch {micro} x world size {world}"
+        elif accumulation is not None:
+            factor, name = (
+                accumulation * world,
+                f"gradient accumulation {accumulation} x world size {world}",
+            )
+        if total % factor:
+            shown = name if factor == world else f"{name} = {factor}"
+            return f"{total} is not divisible by {shown}; use a multiple of {factor}, e.g. {factor}"
+        return None
 
     # --- derived values used by the components ---
 
@@ -1054,8 +998,8 @@ TOP_LEVEL_KEYS: tuple[str, ...] = tuple(LabConfig.model_fields)
 # --- error formatting -------------------------------------------------------------------
 
 
-def format_path(loc: Iterable[str | int], namespace: str = NAMESPACE) -> str:
-    """``("hosts", 1, "address")`` -> ``dslab:hosts[1].address``."""
+def dotted_path(loc: Iterable[str | int]) -> str:
+    """``("hosts", 1, "address")`` -> ``hosts[1].address`` (the form ``--path`` takes)."""
     text = ""
     for item in loc:
         if isinstance(item, int):
@@ -1064,7 +1008,12 @@ def format_path(loc: Iterable[str | int], namespace: str = NAMESPACE) -> str:
             text += f".{item}" if text else item
         else:
             text += f"[{item!r}]"
-    return f"{namespace}:{text}" if text else f"{namespace}:"
+    return text
+
+
+def format_path(loc: Iterable[str | int], namespace: str = NAMESPACE) -> str:
+    """``("hosts", 1, "address")`` -> ``dslab:hosts[1].address``."""
+    return f"{namespace}:{dotted_path(loc)}"
 
 
 def _unwrap(annotation: Any) -> Any:
@@ -1166,7 +1115,7 @@ def format_error(error: Mapping[str, Any], namespace: str = NAMESPACE) -> list[s
         allowed = ", ".join(format_path(p, namespace) for p in sorted(SECRET_PATHS))
         return [
             f"{path}: is a Pulumi secret, but only {allowed} may be secret; set it as plain "
-            f"text: pulumi config set --path '{format_path(located.path, '')[1:]}' <value>"
+            f"text: pulumi config set --path '{dotted_path(located.path)}' <value>"
         ]
     if kind == "value_error":
         return [f"{path}: {_show(value)} {cause}"]

@@ -64,7 +64,7 @@ ULIMIT_NAMES = (
 )
 
 
-def _as_int(value: Any) -> int | None:
+def as_int(value: Any) -> int | None:
     """``value`` as an int if it is one, or a string of one (``pulumi config set --path``
     stores numbers as strings unless given ``--type int``); else None."""
     if isinstance(value, bool):
@@ -249,7 +249,7 @@ def bucket_size(value: Any) -> int:
 
 def zero_stage(value: Any) -> int:
     """A DeepSpeed ZeRO stage."""
-    number = _as_int(value)
+    number = as_int(value)
     if number not in (0, 1, 2, 3):
         raise ValueError(
             "is not a ZeRO stage; expected 0, 1, 2 or 3, e.g. zero_stage: 2"
@@ -261,7 +261,7 @@ def auto_or_positive_int(value: Any) -> int | Literal["auto"]:
     """``"auto"`` (resolved by the Hugging Face Trainer integration) or an integer >= 1."""
     if value == "auto":
         return "auto"
-    number = _as_int(value)
+    number = as_int(value)
     if number is not None and number >= 1:
         return number
     raise ValueError(
@@ -290,8 +290,8 @@ def gpu_request(value: Any) -> GpuRequestValue:
         return value  # type: ignore[no-any-return]
     if isinstance(value, bool):
         raise ValueError(f"is not a GPU request; {example}")
-    if _as_int(value) is not None:
-        value = _as_int(value)
+    if as_int(value) is not None:
+        value = as_int(value)
     if isinstance(value, int):
         if value < 1:
             raise ValueError(f'is not a GPU count; use "none" for no GPUs; {example}')

@@ -487,3 +487,14 @@ def test_the_exception_text_lists_every_problem_under_a_count() -> None:
         "  dslab:hosts[1].slots: 0 must be at least 1 (DeepSpeed starts one rank per slot); "
         "expected e.g. slots: 1",
     ]
+
+
+def test_a_batch_size_not_divisible_by_the_world_size_is_rejected() -> None:
+    training = {
+        "workload": {"kind": "script", "entrypoint": "/t.py"},
+        "deepspeed": {"train_batch_size": 3},
+    }
+    assert problems(lab(training=training)) == [
+        "dslab:training.deepspeed.train_batch_size: 3 is not divisible by world size 2; "
+        "use a multiple of 2, e.g. 2"
+    ]
