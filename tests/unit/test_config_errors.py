@@ -282,6 +282,7 @@ def test_colliding_container_addresses_are_rejected() -> None:
 
 
 def test_a_subnet_without_room_for_every_container_is_rejected() -> None:
+    # A /29's upper half holds three static addresses (.4 .5 .6); the fourth host finds none.
     values = lab(network={"subnet": "10.0.3.0/29"})
     values["hosts"] += [
         {"name": f"server{n}", "address": f"10.0.18.{n}"} for n in range(3, 5)
