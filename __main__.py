@@ -1,0 +1,18 @@
+"""Builds the lab described by this stack's `dslab:*` configuration."""
+
+from pathlib import Path
+
+import pulumi
+
+from components.config import load_pulumi_config
+from components.lab import Lab
+
+config = load_pulumi_config()
+lab = Lab(
+    "lab",
+    config,
+    project_dir=Path.cwd(),
+    owner=f"{pulumi.get_organization()}/{pulumi.get_project()}/{pulumi.get_stack()}",
+)
+for name, value in lab.outputs.items():
+    pulumi.export(name, value)

@@ -1,0 +1,68 @@
+"""The training image's build context: which local files go in it, and its content hash.
+
+The hash names the image tag, so the image is rebuilt (and the containers replaced)
+exactly when an input changes, and never otherwise.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from components.config import ImageConfig
+
+ASSETS_DIR = Path(__file__).resolve().parent.parent / "assets"
+SYSTEM_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
+
+
+def context_entries(image: ImageConfig, project_dir: Path) -> dict[str, dict[str, Any]]:
+    """Archive name -> `{"path": local path}` or `{"content": text}`, as RemoteScript takes it."""
+    entries: dict[str, dict[str, Any]] = {
+        "Dockerfile": {"path": str(ASSETS_DIR / "image" / "Dockerfile")},
+        "requirements.txt": {"content": "".join(f"{line}\n" for line in image.pip_requirements)},
+    }
+    for path in sorted((ASSETS_DIR / "container").iterdir()):
+        entries[f"dslab/{path.name}"] = {"path": str(path), "mode": 0o755}
+    entries["dslab/train_tiny.py"] = {"path": str(ASSETS_DIR / "train_tiny.py")}
+    if image.ca_bundle_path:
+        entries["ca-bundle.crt"] = {"path": str(resolve(image.ca_bundle_path, project_dir))}
+    else:
+        entries["ca-bundle.crt"] = {"content": ""}
+    if image.wheelhouse_path:
+        entries["wheelhouse"] = {"path": str(resolve(image.wheelhouse_path, project_dir))}
+    else:
+        entries["wheelhouse/.keep"] = {"content": ""}
+    return entries
+
+
+def resolve(path: str, project_dir: Path) -> Path:
+    candidate = Path(path).expanduser()
+    return candidate if candidate.is_absolute() else project_dir / candidate
+
+
+def build_args(image: ImageConfig) -> dict[str, str]:
+    """The Dockerfile's ARGs for this configuration."""
+    args = {"BASE_IMAGE": image.base_image, "APT_PACKAGES": " ".join(image.apt_packages), "VARIANT": image.variant}
+    if image.python:
+        args["PYTHON_VERSION"] = image.python
+    return args
+
+
+def context_hash(entries: dict[str, dict[str, Any]], args: dict[str, str]) -> str:
+    """A digest of every file's name and bytes and of the build args."""
+    digest = hashlib.sha256()
+    for name in sorted(entries):
+        entry = entries[name]
+        digest.update(name.encode() + b"\0")
+        if "content" in entry:
+            digest.update(entry["content"].encode())
+            continue
+        path = Path(entry["path"])
+        files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+        for file in files:
+            digest.update(str(file.relative_to(path) if path.is_dir() else "").encode() + b"\0")
+            digest.update(file.read_bytes())
+    for key in sorted(args):
+        digest.update(f"{key}={args[key]}\0".encode())
+    return digest.hexdigest()[:16]

@@ -1,0 +1,72 @@
+"""DeepSpeedLaunch: the run's files in the manager container, then `deepspeed --hostfile`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+
+from components.naming import component_type
+from components.remote_script import RemoteScript, script_call
+
+RUN_DIR = "/opt/dslab/run"
+"""Where the hostfile, ds_config.json, the log and the status file live in the manager container."""
+
+
+@dataclass(frozen=True)
+class DeepSpeedLaunchArgs:
+    manager_name: str
+    connection: pulumi.Input[dict[str, Any]]
+    container_name: str
+    workdir: str
+    argv: list[str]
+    """The deepspeed command line (components.launch_argv)."""
+    hostfile: str
+    ds_config: str
+    deepspeed_env: pulumi.Input[str]
+    """.deepspeed_env text; it names the overlay interface, known once the container runs."""
+    wait: bool
+    mesh: list[pulumi.CustomResource]
+    """A new SSH mesh (replaced containers) runs training again."""
+
+
+class DeepSpeedLaunch(pulumi.ComponentResource):
+    """Creates one RemoteScript on the manager: it re-runs when the training inputs or the
+    containers change, and only then. In wait mode `pulumi up` streams the log and fails
+    when training fails.
+
+    Outputs:
+        status: `succeeded`, or `running` in background mode.
+        log_path: the log inside the manager container.
+        summary: the run's last `dslab: finished ...` line, when it printed one.
+    """
+
+    status: pulumi.Output[str]
+    log_path: pulumi.Output[str]
+    summary: pulumi.Output[str]
+
+    def __init__(self, name: str, args: DeepSpeedLaunchArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(component_type("DeepSpeedLaunch"), name, None, opts)
+        mode = "wait" if args.wait else "background"
+        launch = RemoteScript(
+            f"{name}-run",
+            label=f"{args.manager_name}: deepspeed",
+            connection=args.connection,
+            create=script_call(
+                "host/deepspeed-launch.sh", args.container_name, args.workdir, RUN_DIR, mode, "--", *args.argv
+            ),
+            stdin_archive={
+                f"{RUN_DIR.lstrip('/')}/hostfile": {"content": args.hostfile},
+                f"{RUN_DIR.lstrip('/')}/ds_config.json": {"content": args.ds_config},
+                "root/.deepspeed_env": {"content": args.deepspeed_env},
+            },
+            delete=script_call("host/deepspeed-stop.sh", args.container_name),
+            triggers=[trust.id for trust in args.mesh],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=args.mesh),
+        )
+        self.resource = launch
+        self.status = launch.result.apply(lambda result: str(result.get("status", "")))
+        self.log_path = launch.result.apply(lambda result: str(result.get("log", "")))
+        self.summary = launch.result.apply(lambda result: str(result.get("summary", "")))
+        self.register_outputs({"status": self.status, "log_path": self.log_path, "summary": self.summary})

@@ -1,0 +1,210 @@
+"""Lab: the whole cluster, in the order the write-up does it by hand.
+
+swarm (init, joins) -> overlay network -> training image -> one container per host ->
+SSH mesh -> DeepSpeed launch.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pulumi
+
+from components.build_context import build_args, context_entries, context_hash
+from components.config import LabConfig
+from components.connection import host_connection
+from components.container_spec import SSH_PORT_IN_CONTAINER, docker_run_args
+from components.deepspeed_env import deepspeed_environment, render_deepspeed_env
+from components.deepspeed_launch import RUN_DIR, DeepSpeedLaunch, DeepSpeedLaunchArgs
+from components.ds_config import render_ds_config
+from components.hostfile import render_hostfile
+from components.image import ImageHost, TrainingImage, TrainingImageArgs
+from components.launch_argv import launch_argv_for
+from components.naming import component_type
+from components.node_container import NodeContainer, NodeContainerArgs
+from components.overlay_network import OverlayNetwork, OverlayNetworkArgs
+from components.ssh_mesh import MeshMember, SshMesh, SshMeshArgs
+from components.swarm import Swarm, SwarmArgs, SwarmNode
+
+IMAGE_PATH = "/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+"""PATH inside the training image (its venv first); remote ranks get it from .deepspeed_env."""
+
+
+class Lab(pulumi.ComponentResource):
+    """Creates the Swarm, OverlayNetwork, TrainingImage, one NodeContainer per host, the
+    SshMesh and (when `training.launch`) the DeepSpeedLaunch.
+
+    Outputs:
+        container_ips: host name -> the container's overlay address.
+        hostfile: the DeepSpeed hostfile.
+        manager_address: the manager container's overlay address (DeepSpeed's master_addr).
+        network_name / network_id: the overlay network.
+        image_ids: host name -> training image id.
+        shell_command: how to open a shell in the manager container.
+        training_status / training_log / training_summary: the run, when launched.
+    """
+
+    container_ips: pulumi.Output[dict[str, str]]
+
+    def __init__(
+        self, name: str, config: LabConfig, project_dir: Path, owner: str, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__(component_type("Lab"), name, None, opts)
+        self.config = config
+        self.connections: dict[str, pulumi.Input[dict[str, Any]]] = {
+            host.name: host_connection(host, config.operator) for host in config.hosts
+        }
+        self.plan = config.address_plan()
+        self.swarm = self._create_swarm(name)
+        self.network = self._create_network(name)
+        self.image = self._create_image(name, project_dir)
+        self.containers = {host.name: self._create_container(name, host.name, owner) for host in config.hosts}
+        self.mesh = self._create_mesh(name)
+        self.hostfile = render_hostfile(config.hosts)
+        self.launch = self._create_launch(name) if config.training.launch else None
+        self._register()
+
+    def _create_swarm(self, name: str) -> Swarm:
+        def node(host_name: str, address: str) -> SwarmNode:
+            return SwarmNode(name=host_name, address=address, connection=self.connections[host_name])
+
+        return Swarm(
+            f"{name}-swarm",
+            SwarmArgs(
+                manager=node(self.config.manager.name, self.config.manager.address),
+                workers=tuple(node(worker.name, worker.address) for worker in self.config.workers),
+            ),
+            pulumi.ResourceOptions(parent=self),
+        )
+
+    def _create_network(self, name: str) -> OverlayNetwork:
+        network = self.config.network
+        return OverlayNetwork(
+            f"{name}-network",
+            OverlayNetworkArgs(
+                manager_connection=self.connections[self.config.manager.name],
+                manager_name=self.config.manager.name,
+                network_name=network.name,
+                subnet=network.subnet,
+                ip_range=self.plan.ip_range,
+                gateway=self.plan.gateway,
+                mtu=network.mtu,
+                encrypted=network.encrypted,
+            ),
+            pulumi.ResourceOptions(parent=self, depends_on=[self.swarm]),
+        )
+
+    def _create_image(self, name: str, project_dir: Path) -> TrainingImage:
+        image = self.config.image
+        entries = context_entries(image, project_dir)
+        arguments = build_args(image)
+        return TrainingImage(
+            f"{name}-image",
+            TrainingImageArgs(
+                hosts=tuple(
+                    ImageHost(name=host.name, connection=self.connections[host.name])
+                    for host in self.config.hosts_manager_first
+                ),
+                tag=f"{image.tag}:{context_hash(entries, arguments)}",
+                context=entries,
+                build_args=arguments,
+                distribution=image.distribution,
+            ),
+            pulumi.ResourceOptions(parent=self),
+        )
+
+    def _create_container(self, name: str, host_name: str, owner: str) -> NodeContainer:
+        host = next(host for host in self.config.hosts if host.name == host_name)
+        image = self.image.per_host[host_name]
+        # A worker's container needs the worker in the swarm (to see the overlay).
+        joined = [self.swarm.joins[host_name]] if host_name in self.swarm.joins else []
+        return NodeContainer(
+            f"{name}-{host_name}",
+            NodeContainerArgs(
+                host_name=host_name,
+                connection=self.connections[host_name],
+                container_name=self.config.container.name,
+                network_name=self.config.network.name,
+                address=self.plan.address_of(host_name),
+                run_args=docker_run_args(self.config, host, self.image.tag, owner),
+                image_id=image.result.apply(lambda result: str(result["image_id"])),
+            ),
+            pulumi.ResourceOptions(parent=self, depends_on=[self.network.resource, image, *joined]),
+        )
+
+    def _create_mesh(self, name: str) -> SshMesh:
+        return SshMesh(
+            f"{name}-mesh",
+            SshMeshArgs(
+                members=tuple(
+                    MeshMember(
+                        host_name=host.name,
+                        connection=self.connections[host.name],
+                        container_name=self.config.container.name,
+                        container_id=self.containers[host.name].container_id,
+                        address=self.plan.address_of(host.name),
+                        ssh_port=SSH_PORT_IN_CONTAINER,
+                    )
+                    for host in self.config.hosts_manager_first
+                )
+            ),
+            pulumi.ResourceOptions(parent=self, depends_on=[c.resource for c in self.containers.values()]),
+        )
+
+    def _create_launch(self, name: str) -> DeepSpeedLaunch:
+        config = self.config
+        manager = config.manager
+        # The configured interface, or the one the manager's container found on the overlay.
+        socket_ifname: pulumi.Input[str] = (
+            config.training.socket_ifname or self.containers[manager.name].socket_ifname
+        )
+        deepspeed_env = pulumi.Output.from_input(socket_ifname).apply(
+            lambda ifname: render_deepspeed_env(deepspeed_environment(config, ifname, IMAGE_PATH))
+        )
+        return DeepSpeedLaunch(
+            f"{name}-training",
+            DeepSpeedLaunchArgs(
+                manager_name=manager.name,
+                connection=self.connections[manager.name],
+                container_name=config.container.name,
+                workdir=config.training.workload.workdir,
+                argv=launch_argv_for(config, f"{RUN_DIR}/hostfile", f"{RUN_DIR}/ds_config.json"),
+                hostfile=self.hostfile,
+                ds_config=render_ds_config(config.training.deepspeed),
+                deepspeed_env=deepspeed_env,
+                wait=config.training.wait,
+                mesh=list(self.mesh.trusts),
+            ),
+            pulumi.ResourceOptions(parent=self),
+        )
+
+    def _register(self) -> None:
+        manager = self.config.manager
+        self.container_ips = pulumi.Output.all(
+            **{host: container.address for host, container in self.containers.items()}
+        )
+        self.manager_address = self.containers[manager.name].address
+        self.shell_command = (
+            f"ssh -i {self.config.operator.private_key_path or '<your key>'} "
+            f"-o UserKnownHostsFile={self.config.operator.known_hosts_path} -p {manager.ssh_port} "
+            f"-t {manager.ssh_user}@{manager.address} docker exec -it {self.config.container.name} bash"
+        )
+        outputs: dict[str, Any] = {
+            "container_ips": self.container_ips,
+            "hostfile": self.hostfile,
+            "manager_address": self.manager_address,
+            "network_name": self.network.name,
+            "network_id": self.network.network_id,
+            "image_ids": self.image.image_ids,
+            "shell_command": self.shell_command,
+        }
+        if self.launch is not None:
+            outputs |= {
+                "training_status": self.launch.status,
+                "training_log": self.launch.log_path,
+                "training_summary": self.launch.summary,
+            }
+        self.outputs = outputs
+        self.register_outputs(outputs)
+

@@ -1,0 +1,63 @@
+"""OverlayNetwork: the attachable overlay network that spans every node's container."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+
+from components.naming import component_type
+from components.remote_script import RemoteScript, script_call
+
+
+@dataclass(frozen=True)
+class OverlayNetworkArgs:
+    manager_connection: pulumi.Input[dict[str, Any]]
+    manager_name: str
+    network_name: str
+    subnet: str
+    ip_range: str
+    """Where swarm's own endpoints get addresses; the static container addresses are outside it."""
+    gateway: str
+    mtu: int | None
+    encrypted: bool
+
+
+class OverlayNetwork(pulumi.ComponentResource):
+    """Creates the network on the manager with one RemoteScript (workers see it once a
+    container of theirs attaches).
+
+    Outputs:
+        name: the network's name.
+        network_id: the engine's id of the network.
+    """
+
+    name: pulumi.Output[str]
+    network_id: pulumi.Output[str]
+
+    def __init__(self, name: str, args: OverlayNetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(component_type("OverlayNetwork"), name, None, opts)
+        network = RemoteScript(
+            f"{name}-{args.network_name}",
+            label=f"{args.manager_name}: network {args.network_name}",
+            connection=args.manager_connection,
+            create=script_call(
+                "host/network-create.sh",
+                args.network_name,
+                args.subnet,
+                args.ip_range,
+                args.gateway,
+                str(args.mtu or ""),
+                "true" if args.encrypted else "false",
+            ),
+            read=script_call("host/network-read.sh", args.network_name),
+            delete=script_call("host/network-remove.sh", args.network_name),
+            # Same name: the old network must go before the new one is made.
+            delete_before_replace=True,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.resource = network
+        self.name = pulumi.Output.from_input(args.network_name)
+        self.network_id = network.result.apply(lambda result: str(result["id"]))
+        self.register_outputs({"name": self.name, "network_id": self.network_id})

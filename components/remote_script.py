@@ -1,0 +1,351 @@
+"""RemoteScript: a resource that runs one of our `assets/` scripts on a host over SSH.
+
+It plays the part of `pulumi_command.remote.Command` (whose provider binary cannot be
+built from what our module proxy serves, see toolchain/README.md), with two additions
+the lab needs: a `read` script, so `pulumi refresh` sees what really exists on the host,
+and script progress streamed to the Pulumi CLI while it runs.
+
+Conventions for the scripts (all in `assets/`, run with bash):
+- create/delete/read get their arguments as argv and secrets on stdin;
+- progress goes to stderr (shown live as `[label] ...`), the result is one JSON object on
+  the last line of stdout (or nothing);
+- a read script exits 3 when the thing is gone (refresh then drops the resource, and the
+  next `up` creates it again) and 4 when it exists but has drifted (the next `up`
+  replaces it).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tarfile
+import tempfile
+import threading
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+import pulumi
+from pulumi.dynamic import (
+    CreateResult,
+    DiffResult,
+    ReadResult,
+    Resource,
+    ResourceProvider,
+    UpdateResult,
+)
+
+ASSETS_DIR = Path(__file__).resolve().parent.parent / "assets"
+
+READ_GONE_EXIT = 3
+READ_DRIFTED_EXIT = 4
+SSH_FAILURE_EXIT = 255
+
+# Inputs whose change means the thing on the host must be made again.
+REPLACING_INPUTS = ("connection", "create", "stdin", "stdin_archive", "pipe_from", "triggers")
+
+
+class RemoteScriptError(Exception):
+    """A script failed on a host; the message names the host, the script and the cause."""
+
+
+@contextmanager
+def private_key_file(connection: dict[str, Any] | None) -> Iterator[dict[str, Any] | None]:
+    """The connection with a key file: a key given as a secret lives in a 0600 file only
+    while the script runs."""
+    if connection is None or "private_key" not in connection:
+        yield connection
+        return
+    with tempfile.NamedTemporaryFile("w", prefix="dslab-key-", dir=os.environ.get("XDG_RUNTIME_DIR")) as key:
+        os.chmod(key.name, 0o600)
+        key.write(connection["private_key"].rstrip("\n") + "\n")
+        key.flush()
+        yield {**connection, "private_key_path": key.name}
+
+
+def ssh_argv(connection: dict[str, Any]) -> list[str]:
+    """The ssh command line for a host: strict host keys, our key only, multiplexed.
+
+    Multiplexing (ControlMaster) keeps the many short commands of one `pulumi up` from
+    tripping sshd's MaxStartups; ServerAlive bounds how long a cut network can hang us.
+    """
+    control_dir = Path(os.environ.get("XDG_RUNTIME_DIR") or "/tmp")
+    return [
+        "ssh",
+        "-i", str(Path(connection["private_key_path"]).expanduser()),
+        "-o", "IdentitiesOnly=yes",
+        "-o", f"UserKnownHostsFile={Path(connection['known_hosts_path']).expanduser()}",
+        "-o", "StrictHostKeyChecking=yes",
+        "-o", "BatchMode=yes",
+        "-o", "ConnectTimeout=10",
+        "-o", "ServerAliveInterval=5",
+        "-o", "ServerAliveCountMax=4",
+        "-o", "ControlMaster=auto",
+        "-o", f"ControlPath={control_dir}/dslab-ssh-%C",
+        "-o", "ControlPersist=30",
+        "-p", str(connection["port"]),
+        f"{connection['user']}@{connection['host']}",
+    ]  # fmt: skip
+
+
+def script_argv(connection: dict[str, Any] | None, call: dict[str, Any]) -> list[str]:
+    """How to run `call` (an assets script with its arguments) on the connection's host."""
+    script_path = ASSETS_DIR / call["script"]
+    argv = ["bash", "-c", script_path.read_text(), call["script"], *call.get("args", [])]
+    if connection is None:
+        return argv
+    # ssh hands the remote side one command line: quote every word.
+    return [*ssh_argv(connection), "--", shlex.join(argv)]
+
+
+def describe(connection: dict[str, Any] | None) -> str:
+    if connection is None:
+        return "this machine"
+    return f"{connection.get('name') or connection['host']} ({connection['host']}:{connection['port']})"
+
+
+def archive_bytes(entries: dict[str, dict[str, Any]]) -> bytes:
+    """A tar of `name -> {"path": local file}` or `name -> {"content": text, "mode": int}`.
+
+    Built when the script runs, so state holds file paths and hashes, not file contents.
+    """
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for name, entry in sorted(entries.items()):
+            if "path" in entry:
+                archive.add(str(Path(entry["path"]).expanduser()), arcname=name, recursive=True)
+                continue
+            data = entry["content"].encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mode = int(entry.get("mode", 0o644))
+            archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def stdin_bytes(props: dict[str, Any], *, with_archive: bool) -> bytes:
+    """What a script reads on stdin: the archive (create only) or the secret text."""
+    if with_archive and props.get("stdin_archive"):
+        return archive_bytes(props["stdin_archive"])
+    return (props.get("stdin") or "").encode()
+
+
+def run_script(
+    label: str,
+    connection: dict[str, Any] | None,
+    call: dict[str, Any],
+    stdin: bytes = b"",
+) -> tuple[int, str, str]:
+    """Runs a script, streaming its stderr live; returns (exit code, stdout, stderr)."""
+    with private_key_file(connection) as usable:
+        return _run_streaming(label, script_argv(usable, call), stdin)
+
+
+def run_piped(
+    label: str,
+    source: dict[str, Any],
+    connection: dict[str, Any] | None,
+    call: dict[str, Any],
+) -> tuple[int, str, str]:
+    """Runs `source["create"]` on `source["connection"]` with its stdout piped into `call`
+    on `connection` (e.g. `docker save` on one host into `docker load` on another), through
+    this machine, so the hosts need not trust each other."""
+    with private_key_file(source["connection"]) as source_connection, private_key_file(connection) as usable:
+        producer = subprocess.Popen(
+            script_argv(source_connection, source["create"]), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        source_errors = _pump_stderr(f"{label} <-", producer)
+        assert producer.stdout is not None
+        code, stdout, stderr = _run_streaming(label, script_argv(usable, call), producer.stdout)
+        producer.stdout.close()
+        producer.wait()
+        for thread in source_errors[1]:
+            thread.join()
+        if producer.returncode != 0:
+            return producer.returncode, stdout, "".join(source_errors[0]) + stderr
+        return code, stdout, stderr
+
+
+def _pump_stderr(label: str, process: subprocess.Popen[bytes]) -> tuple[list[str], list[threading.Thread]]:
+    """Copies the process's stderr to ours as it comes (the engine shows a provider's stderr
+    live: this is the user's progress) and keeps it for error messages."""
+    lines: list[str] = []
+
+    def pump() -> None:
+        assert process.stderr is not None
+        for raw in process.stderr:
+            line = raw.decode(errors="replace")
+            lines.append(line)
+            print(f"[{label}] {line.rstrip()}", file=sys.stderr, flush=True)
+
+    thread = threading.Thread(target=pump, daemon=True)
+    thread.start()
+    return lines, [thread]
+
+
+def _run_streaming(label: str, argv: list[str], stdin: bytes | IO[bytes]) -> tuple[int, str, str]:
+    """Runs argv with stdin (bytes, or a pipe from another process); stderr streamed live."""
+    feed = stdin if isinstance(stdin, bytes) else None
+    source: int | IO[bytes] = subprocess.PIPE if isinstance(stdin, bytes) else stdin
+    process = subprocess.Popen(
+        argv,
+        stdin=source,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    stderr_lines, threads = _pump_stderr(label, process)
+    if feed is not None:
+        threads.append(threading.Thread(target=_feed, args=(process, feed), daemon=True))
+        threads[-1].start()
+    assert process.stdout is not None
+    stdout = process.stdout.read()
+    process.wait()
+    for thread in threads:
+        thread.join()
+    return process.returncode, stdout.decode(errors="replace"), "".join(stderr_lines)
+
+
+def _feed(process: subprocess.Popen[bytes], data: bytes) -> None:
+    assert process.stdin is not None
+    try:
+        process.stdin.write(data)
+        process.stdin.close()
+    except BrokenPipeError:
+        pass  # the script did not read all of its stdin; its exit code says more
+
+
+def parse_result(stdout: str) -> dict[str, Any]:
+    """The JSON object on the script's last stdout line, or {} when it printed none."""
+    lines = [line for line in stdout.splitlines() if line.strip()]
+    if not lines:
+        return {}
+    try:
+        result = json.loads(lines[-1])
+    except json.JSONDecodeError:
+        return {}
+    return result if isinstance(result, dict) else {}
+
+
+def failure(label: str, connection: dict[str, Any] | None, call: dict[str, Any], code: int, stderr: str) -> RemoteScriptError:
+    tail = "\n".join(stderr.strip().splitlines()[-15:])
+    if connection is not None and code == SSH_FAILURE_EXIT:
+        return RemoteScriptError(
+            f"{label}: cannot reach {describe(connection)} over SSH (is the host up and its "
+            f"key in {connection['known_hosts_path']}?):\n{tail}"
+        )
+    return RemoteScriptError(f"{label}: {call['script']} failed on {describe(connection)} (exit {code}):\n{tail}")
+
+
+class RemoteScriptProvider(ResourceProvider):
+    """CRUD for RemoteScript; the state of a RemoteScript is its inputs plus `result`."""
+
+    # Only the inputs that are secret make the stored provider secret, not the provider itself.
+    serialize_as_secret_always = False
+
+    def _run(self, props: dict[str, Any], call: dict[str, Any], *, with_archive: bool = False) -> dict[str, Any]:
+        if with_archive and props.get("pipe_from"):
+            code, stdout, stderr = run_piped(props["label"], props["pipe_from"], props.get("connection"), call)
+        else:
+            stdin = stdin_bytes(props, with_archive=with_archive)
+            code, stdout, stderr = run_script(props["label"], props.get("connection"), call, stdin)
+        if code != 0:
+            raise failure(props["label"], props.get("connection"), call, code, stderr)
+        return parse_result(stdout)
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        result = self._run(props, props["create"], with_archive=True)
+        return CreateResult(id_=uuid.uuid4().hex, outs={**props, "result": result, "drifted": False})
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        replaces = [key for key in REPLACING_INPUTS if olds.get(key) != news.get(key)]
+        if olds.get("drifted"):
+            replaces.append("drifted")
+        changed = bool(replaces) or any(
+            olds.get(key) != news.get(key) for key in ("label", "delete", "read", "delete_before_replace")
+        )
+        return DiffResult(
+            changes=changed,
+            replaces=replaces,
+            delete_before_replace=bool(news.get("delete_before_replace")),
+        )
+
+    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        # Only the delete/read scripts or the label changed: nothing to run now.
+        return UpdateResult(outs={**news, "result": olds.get("result", {}), "drifted": False})
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        call = props.get("read")
+        if not call:
+            return ReadResult(id_=id_, outs=props)
+        stdin = stdin_bytes(props, with_archive=False)
+        code, stdout, stderr = run_script(props["label"], props.get("connection"), call, stdin)
+        if code == READ_GONE_EXIT:
+            return ReadResult(id_="", outs={})
+        if code == READ_DRIFTED_EXIT:
+            return ReadResult(id_=id_, outs={**props, "drifted": True})
+        if code != 0:
+            raise failure(props["label"], props.get("connection"), call, code, stderr)
+        observed = parse_result(stdout)
+        return ReadResult(id_=id_, outs={**props, "result": {**props.get("result", {}), **observed}})
+
+    def delete(self, _id: str, props: dict[str, Any]) -> None:
+        call = props.get("delete")
+        if call:
+            self._run(props, call)
+
+
+def script_call(script: str, *args: pulumi.Input[str]) -> dict[str, Any]:
+    """An assets script with its arguments, as RemoteScript takes it."""
+    return {"script": script, "args": list(args)}
+
+
+class RemoteScript(Resource, module="dslab", name="RemoteScript"):
+    """Runs `create` on a host when made, `delete` when destroyed, `read` on refresh.
+
+    Outputs:
+        result: the JSON object the create script printed, updated by read on refresh.
+    """
+
+    result: pulumi.Output[dict[str, Any]]
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        label: str,
+        connection: pulumi.Input[dict[str, Any]] | None,
+        create: dict[str, Any],
+        delete: dict[str, Any] | None = None,
+        read: dict[str, Any] | None = None,
+        stdin: pulumi.Input[str] | None = None,
+        stdin_archive: pulumi.Input[dict[str, Any]] | None = None,
+        pipe_from: pulumi.Input[dict[str, Any]] | None = None,
+        triggers: list[pulumi.Input[Any]] | None = None,
+        delete_before_replace: bool = False,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__(
+            RemoteScriptProvider(),
+            name,
+            {
+                "label": label,
+                "connection": connection,
+                "create": create,
+                "delete": delete,
+                "read": read,
+                "stdin": stdin,
+                "stdin_archive": stdin_archive,
+                "pipe_from": pipe_from,
+                "triggers": triggers or [],
+                "delete_before_replace": delete_before_replace,
+                "result": None,
+                "drifted": None,
+            },
+            opts,
+        )

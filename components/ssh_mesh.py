@@ -1,0 +1,90 @@
+"""SshMesh: every container trusts every other one, with keys made inside the containers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import functools
+
+import pulumi
+
+from components.mesh_files import MeshNode, render_authorized_keys, render_known_hosts
+from components.naming import component_type
+from components.remote_script import RemoteScript, script_call
+
+
+@dataclass(frozen=True)
+class MeshMember:
+    host_name: str
+    connection: pulumi.Input[dict[str, Any]]
+    container_name: str
+    container_id: pulumi.Input[str]
+    """A replaced container has new keys: the whole mesh is made again."""
+    address: str
+    ssh_port: int
+
+
+def mesh_node(member: MeshMember, keys: dict[str, Any]) -> MeshNode:
+    """The member as the others see it, with the keys collected from its container."""
+    return MeshNode(
+        name=member.host_name,
+        address=member.address,
+        port=member.ssh_port,
+        user_key=str(keys["user_key"]),
+        host_key=str(keys["host_key"]),
+    )
+
+
+@dataclass(frozen=True)
+class SshMeshArgs:
+    members: tuple[MeshMember, ...]
+
+
+class SshMesh(pulumi.ComponentResource):
+    """Creates, per container, a RemoteScript that collects its public user and host keys,
+    and one that installs everybody's keys as authorized_keys and known_hosts. Private keys
+    never leave their container; strict host key checking stays on.
+
+    Outputs:
+        known_hosts: the known_hosts every container got.
+    """
+
+    known_hosts: pulumi.Output[str]
+
+    def __init__(self, name: str, args: SshMeshArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(component_type("SshMesh"), name, None, opts)
+        collected = [self._collect(name, member) for member in args.members]
+        nodes = pulumi.Output.all(*[
+            keys.result.apply(functools.partial(mesh_node, member))
+            for member, keys in zip(args.members, collected, strict=True)
+        ])
+        authorized_keys = nodes.apply(render_authorized_keys)
+        self.known_hosts = nodes.apply(render_known_hosts)
+        container_ids = [member.container_id for member in args.members]
+        self.trusts = [
+            RemoteScript(
+                f"{name}-{member.host_name}-trust",
+                label=f"{member.host_name}: ssh trust",
+                connection=member.connection,
+                create=script_call("host/container-put-files.sh", member.container_name, "/root/.ssh"),
+                stdin_archive={
+                    "authorized_keys": {"content": authorized_keys, "mode": 0o600},
+                    "known_hosts": {"content": self.known_hosts, "mode": 0o644},
+                },
+                triggers=container_ids,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            for member in args.members
+        ]
+        self.register_outputs({"known_hosts": self.known_hosts})
+
+    def _collect(self, name: str, member: MeshMember) -> RemoteScript:
+        return RemoteScript(
+            f"{name}-{member.host_name}-keys",
+            label=f"{member.host_name}: ssh keys",
+            connection=member.connection,
+            create=script_call("host/mesh-collect.sh", member.container_name),
+            triggers=[member.container_id],
+            opts=pulumi.ResourceOptions(parent=self),
+        )

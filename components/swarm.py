@@ -1,0 +1,85 @@
+"""Swarm: the manager's `docker swarm init` and every worker's join, over SSH."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+
+from components.naming import component_type
+from components.remote_script import RemoteScript, script_call
+
+
+@dataclass(frozen=True)
+class SwarmNode:
+    """A host as the swarm sees it."""
+
+    name: str
+    address: str
+    connection: pulumi.Input[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class SwarmArgs:
+    manager: SwarmNode
+    workers: tuple[SwarmNode, ...]
+
+
+class Swarm(pulumi.ComponentResource):
+    """Creates one RemoteScript for the manager's init and, per worker, one for its join
+    and one on the manager that forgets the node when the worker is removed.
+
+    Outputs:
+        join_token: the worker join token (secret).
+        manager_address: `address:2377`.
+        joins: per worker name, its join resource (containers on it depend on it).
+    """
+
+    join_token: pulumi.Output[str]
+    manager_address: pulumi.Output[str]
+
+    def __init__(self, name: str, args: SwarmArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(component_type("Swarm"), name, None, opts)
+        self.manager = self._create_manager(name, args.manager)
+        self.join_token = pulumi.Output.secret(self.manager.result.apply(lambda result: str(result["join_token"])))
+        self.manager_address = pulumi.Output.from_input(f"{args.manager.address}:2377")
+        self.joins = {worker.name: self._create_worker(name, worker, args.manager) for worker in args.workers}
+        self.register_outputs({"join_token": self.join_token, "manager_address": self.manager_address})
+
+    def _create_manager(self, name: str, manager: SwarmNode) -> RemoteScript:
+        return RemoteScript(
+            f"{name}-{manager.name}-init",
+            label=f"{manager.name}: swarm init",
+            connection=manager.connection,
+            create=script_call("host/swarm-init.sh", manager.address),
+            read=script_call("host/swarm-read.sh"),
+            delete=script_call("host/swarm-leave.sh"),
+            # The result holds the join token.
+            opts=pulumi.ResourceOptions(parent=self, additional_secret_outputs=["result"]),
+        )
+
+    def _create_worker(self, name: str, worker: SwarmNode, manager: SwarmNode) -> RemoteScript:
+        join = RemoteScript(
+            f"{name}-{worker.name}-join",
+            label=f"{worker.name}: swarm join",
+            connection=worker.connection,
+            create=script_call("host/swarm-join.sh", f"{manager.address}:2377", worker.address),
+            read=script_call("host/swarm-join-read.sh"),
+            delete=script_call("host/swarm-leave.sh"),
+            stdin=self.join_token,
+            # A worker cannot be in two swarms: leave before joining again.
+            delete_before_replace=True,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.manager]),
+        )
+        # Made after the join, so destroyed before the worker leaves: the manager
+        # forgets the node instead of listing it as "down" forever.
+        RemoteScript(
+            f"{name}-{worker.name}-membership",
+            label=f"{manager.name}: swarm membership of {worker.name}",
+            connection=manager.connection,
+            create=script_call("host/true.sh"),
+            delete=script_call("host/swarm-node-remove.sh", join.result.apply(lambda result: str(result["node_id"]))),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[join]),
+        )
+        return join
