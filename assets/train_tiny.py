@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""A tiny DeepSpeed training run that proves a cluster works end to end.
+
+An MLP fits a fixed nonlinear function of 16 inputs from 512 seeded samples with ZeRO
+(the stage and batch sizes come from the ds_config). Rank 0 prints machine-parseable lines:
+
+    dslab: world_size=2
+    dslab: step=1 loss=0.912345        (one per step: the mean loss over the whole data set
+    ...                                 after the step, so it falls smoothly)
+    dslab: finished steps=20 final_loss=0.123456
+
+and every rank prints ``dslab: rank=R local_rank=L host=NAME``. Any exception, on any rank,
+ends the process with a non-zero status (``--fail_rank``/``--fail_step`` inject one, for
+tests).
+
+usage: train_tiny.py --deepspeed CONFIG [--steps N] [--lr LR] [--seed S] [--local_rank R]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import sys
+from collections.abc import Sequence
+from datetime import timedelta
+
+INPUTS = 16
+HIDDEN = 64
+SAMPLES = 512
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The command line; ``--local_rank`` is added by DeepSpeed's launcher."""
+    parser = argparse.ArgumentParser(
+        prog="train_tiny.py",
+        description="Tiny DeepSpeed regression for cluster checks.",
+    )
+    parser.add_argument(
+        "--deepspeed",
+        "--deepspeed_config",
+        dest="config",
+        required=True,
+        metavar="CONFIG",
+        help="ds_config.json path (both flag spellings are accepted)",
+    )
+    parser.add_argument(
+        "--steps", type=_positive_int, default=20, help="optimizer steps (default 20)"
+    )
+    parser.add_argument(
+        "--lr", type=float, default=0.01, help="AdamW learning rate (default 0.01)"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=1234, help="seed of data and weights (default 1234)"
+    )
+    parser.add_argument(
+        "--local_rank",
+        "--local-rank",
+        dest="local_rank",
+        type=int,
+        default=int(os.environ.get("LOCAL_RANK", "-1")),
+        help="set by the launcher (default: $LOCAL_RANK or -1)",
+    )
+    parser.add_argument(
+        "--timeout_s",
+        type=_positive_int,
+        default=300,
+        help="collective timeout in seconds, so a lost peer ends the run (default 300)",
+    )
+    parser.add_argument(
+        "--fail_rank", type=int, default=None, help="test hook: this rank raises"
+    )
+    parser.add_argument(
+        "--fail_step",
+        type=_positive_int,
+        default=1,
+        help="test hook: at this step (default 1)",
+    )
+    return parser.parse_args(argv)
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def report(line: str) -> None:
+    """One ``dslab:`` line, flushed at once (pdsh relays lines as they come)."""
+    print(f"dslab: {line}", flush=True)
+
+
+def train(args: argparse.Namespace) -> float:
+    """Run the steps; return the final loss."""
+    # Only in the image; the operator's venv (where mypy runs) has neither.
+    import deepspeed  # type: ignore[import-not-found,unused-ignore]
+    import torch  # type: ignore[import-not-found,unused-ignore]
+    import torch.distributed as dist  # type: ignore[import-not-found,unused-ignore]
+
+    deepspeed.init_distributed(timeout=timedelta(seconds=args.timeout_s))
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    report(f"rank={rank} local_rank={args.local_rank} host={socket.gethostname()}")
+
+    generator = torch.Generator().manual_seed(args.seed)
+    inputs = torch.randn(SAMPLES, INPUTS, generator=generator)
+    weights = torch.randn(INPUTS, 1, generator=generator) / INPUTS**0.5
+    targets = torch.sin(2.0 * inputs @ weights) + 0.5 * (inputs[:, :1] ** 2)
+
+    torch.manual_seed(args.seed)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(INPUTS, HIDDEN),
+        torch.nn.Tanh(),
+        torch.nn.Linear(HIDDEN, HIDDEN),
+        torch.nn.Tanh(),
+        torch.nn.Linear(HIDDEN, 1),
+    )
+    # A torch optimizer, not one named in the ds_config: DeepSpeed's own CPU Adam would
+    # JIT-compile another op. ZeRO accepts it with zero_allow_untested_optimizer.
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.0)
+    engine, _, _, _ = deepspeed.initialize(
+        model=model,
+        model_parameters=model.parameters(),
+        optimizer=optimizer,
+        config=args.config,
+    )
+    micro = engine.train_micro_batch_size_per_gpu()
+    accumulation = engine.gradient_accumulation_steps()
+    if rank == 0:
+        report(f"world_size={world_size}")
+
+    loss_fn = torch.nn.MSELoss()
+    order = torch.randperm(SAMPLES, generator=generator)
+    per_step = micro * accumulation * world_size
+    loss_value = float("nan")
+    for step in range(1, args.steps + 1):
+        if args.fail_rank == rank and args.fail_step == step:
+            raise RuntimeError(f"injected failure on rank {rank} at step {step}")
+        start = ((step - 1) * per_step) % SAMPLES
+        for micro_step in range(accumulation):
+            offset = start + (micro_step * world_size + rank) * micro
+            index = order[torch.arange(offset, offset + micro) % SAMPLES]
+            x, y = inputs[index].to(engine.device), targets[index].to(engine.device)
+            loss = loss_fn(engine(x), y)
+            engine.backward(loss)
+            engine.step()
+        with torch.no_grad():
+            # Every rank holds the full weights after the step; the whole-set loss is the
+            # same everywhere and falls smoothly, unlike one micro batch's.
+            full = loss_fn(engine(inputs.to(engine.device)), targets.to(engine.device))
+        loss_value = float(full)
+        if rank == 0:
+            report(f"step={step} loss={loss_value:.6f}")
+    dist.barrier()
+    if rank == 0:
+        report(f"finished steps={args.steps} final_loss={loss_value:.6f}")
+    dist.destroy_process_group()
+    return loss_value
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse, train; an exception propagates and Python exits with status 1."""
+    train(parse_args(argv))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,300 @@
+"""The scripts that run inside the training containers, run here without an engine.
+
+``run-deepspeed.sh`` runs any command, so a shell one-liner stands in for deepspeed;
+``socket-ifname.sh`` reads ``ip -o -4 addr show``, so a fake ``ip`` on PATH stands in for
+a container's interfaces. The real image is proven by the e2e tests.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+ASSETS = Path(__file__).resolve().parents[2] / "assets"
+SHELL_SCRIPTS = sorted(
+    [*(ASSETS / "container").glob("*.sh"), *(ASSETS / "image").glob("*.sh")]
+)
+RUN_DEEPSPEED = ASSETS / "container" / "run-deepspeed.sh"
+SOCKET_IFNAME = ASSETS / "container" / "socket-ifname.sh"
+
+# What `ip -o -4 addr show` prints in an overlay container: gwbridge listed first on purpose.
+OVERLAY_CONTAINER_ADDRS = """\
+1: lo    inet 127.0.0.1/8 scope host lo\\       valid_lft forever preferred_lft forever
+57: eth1@if58    inet 172.18.0.3/16 brd 172.18.255.255 scope global eth1\\       valid_lft forever
+55: eth0@if56    inet 10.0.3.128/24 brd 10.0.3.255 scope global eth0\\       valid_lft forever
+"""
+
+
+def run(
+    *argv: str | Path,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 30,
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(arg) for arg in argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("script", SHELL_SCRIPTS, ids=lambda path: path.name)
+def test_every_shell_script_parses_and_is_executable(script: Path) -> None:
+    assert run("bash", "-n", script).returncode == 0
+    assert os.access(script, os.X_OK), (
+        f"{script} must be executable: the image runs it directly"
+    )
+
+
+@pytest.mark.skipif(
+    shutil.which("shellcheck") is None,
+    reason="shellcheck not installed (apt-get install shellcheck)",
+)
+@pytest.mark.parametrize("script", SHELL_SCRIPTS, ids=lambda path: path.name)
+def test_every_shell_script_passes_shellcheck(script: Path) -> None:
+    result = run("shellcheck", script)
+    assert result.returncode == 0, result.stdout
+
+
+# --- run-deepspeed.sh ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    (tmp_path / "hostfile").write_text("server1 slots=1\n")
+    (tmp_path / ".deepspeed_env").write_text("USE_LIBUV=0\n")
+    return tmp_path
+
+
+def test_a_successful_run_tees_its_output_and_says_succeeded(workdir: Path) -> None:
+    result = run(
+        RUN_DEEPSPEED,
+        "--workdir",
+        workdir,
+        "--log",
+        "train.log",
+        "--status",
+        "status",
+        "--",
+        "sh",
+        "-c",
+        "echo dslab: step=1; pwd",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "dslab: step=1" in result.stdout, (
+        "the output must also reach docker exec's stdout"
+    )
+    assert (workdir / "train.log").read_text() == f"dslab: step=1\n{workdir}\n", (
+        "runs in --workdir"
+    )
+    assert (workdir / "status").read_text() == "succeeded\n"
+
+
+def test_a_failed_run_exits_with_the_commands_status_and_records_it(
+    workdir: Path,
+) -> None:
+    result = run(
+        RUN_DEEPSPEED,
+        "--workdir",
+        workdir,
+        "--log",
+        "train.log",
+        "--status",
+        "status",
+        "--",
+        "sh",
+        "-c",
+        "echo boom >&2; exit 3",
+    )
+    assert result.returncode == 3
+    assert (workdir / "status").read_text() == "failed rc=3\n"
+    assert "boom" in (workdir / "train.log").read_text(), "stderr goes to the log too"
+
+
+def test_the_log_holds_only_the_latest_run(workdir: Path) -> None:
+    for word in ("first", "second"):
+        run(
+            RUN_DEEPSPEED,
+            "--workdir",
+            workdir,
+            "--log",
+            "train.log",
+            "--status",
+            "status",
+            "--",
+            "echo",
+            word,
+        )
+    assert (workdir / "train.log").read_text() == "second\n"
+
+
+def test_arguments_reach_the_command_unchanged(workdir: Path) -> None:
+    result = run(
+        RUN_DEEPSPEED,
+        "--workdir",
+        workdir,
+        "--log",
+        "l",
+        "--status",
+        "s",
+        "--",
+        "printf",
+        "<%s>",
+        "a b",
+        "--steps",
+        "$HOME",
+        "",
+    )
+    assert result.stdout == "<a b><--steps><$HOME><>"
+
+
+def test_background_returns_at_once_and_the_status_follows_the_run(
+    workdir: Path,
+) -> None:
+    started = time.monotonic()
+    result = run(
+        RUN_DEEPSPEED,
+        "--workdir",
+        workdir,
+        "--log",
+        "train.log",
+        "--status",
+        "status",
+        "--background",
+        "--",
+        "sh",
+        "-c",
+        "sleep 2; echo done; exit 5",
+    )
+    assert result.returncode == 0, result.stderr
+    assert time.monotonic() - started < 1.5, "--background must not wait for the run"
+    assert result.stdout.startswith("pid=")
+    assert (workdir / "status").read_text() == "running\n"
+    for _ in range(100):
+        if (workdir / "status").read_text() != "running\n":
+            break
+        time.sleep(0.1)
+    assert (workdir / "status").read_text() == "failed rc=5\n"
+    assert (workdir / "train.log").read_text() == "done\n"
+
+
+def test_a_second_run_is_refused_while_the_first_holds_the_lock(workdir: Path) -> None:
+    first = run(
+        RUN_DEEPSPEED,
+        "--workdir",
+        workdir,
+        "--log",
+        "l",
+        "--status",
+        "status",
+        "--background",
+        "--",
+        "sleep",
+        "3",
+    )
+    assert first.returncode == 0, first.stderr
+    second = run(
+        RUN_DEEPSPEED,
+        "--workdir",
+        workdir,
+        "--log",
+        "l2",
+        "--status",
+        "status",
+        "--",
+        "true",
+    )
+    assert second.returncode == 75
+    assert "another run holds" in second.stderr
+    assert (workdir / "status").read_text() == "running\n", (
+        "the refused run must not touch the status"
+    )
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--log", "l", "--status", "s", "--", "true"],
+        ["--workdir", ".", "--status", "s", "--", "true"],
+        ["--workdir", ".", "--log", "l", "--", "true"],
+        ["--workdir", ".", "--log", "l", "--status", "s", "--"],
+        ["--workdir", ".", "--log", "l", "--status", "s", "--bogus", "--", "true"],
+    ],
+    ids=["no workdir", "no log", "no status", "no command", "unknown option"],
+)
+def test_bad_usage_exits_64_with_the_usage_line(workdir: Path, argv: list[str]) -> None:
+    result = run(RUN_DEEPSPEED, *argv, cwd=workdir)
+    assert result.returncode == 64
+    assert "usage: run-deepspeed.sh" in result.stderr
+
+
+def test_a_missing_deepspeed_env_is_warned_about(tmp_path: Path) -> None:
+    result = run(
+        RUN_DEEPSPEED,
+        "--workdir",
+        tmp_path,
+        "--log",
+        "l",
+        "--status",
+        "s",
+        "--",
+        "true",
+    )
+    assert result.returncode == 0
+    assert "warning: no .deepspeed_env" in result.stderr
+
+
+# --- socket-ifname.sh ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def fake_ip_env(tmp_path: Path) -> dict[str, str]:
+    fake = tmp_path / "bin" / "ip"
+    fake.parent.mkdir()
+    (tmp_path / "addrs").write_text(OVERLAY_CONTAINER_ADDRS)
+    fake.write_text(f"#!/bin/sh\ncat {tmp_path / 'addrs'}\n")
+    fake.chmod(0o755)
+    return {**os.environ, "PATH": f"{fake.parent}:{os.environ['PATH']}"}
+
+
+@pytest.mark.parametrize(
+    ("subnet", "expected"),
+    [
+        ("10.0.3.0/24", "eth0"),
+        ("172.18.0.0/16", "eth1"),
+        ("10.0.0.0/8", "eth0"),
+        ("127.0.0.0/8", "lo"),
+    ],
+)
+def test_the_interface_holding_the_subnet_is_found_whatever_its_position(
+    fake_ip_env: dict[str, str], subnet: str, expected: str
+) -> None:
+    result = run(SOCKET_IFNAME, subnet, env=fake_ip_env)
+    assert (result.returncode, result.stdout) == (0, f"{expected}\n")
+
+
+def test_no_interface_in_the_subnet_exits_1_quietly(
+    fake_ip_env: dict[str, str],
+) -> None:
+    result = run(SOCKET_IFNAME, "10.0.4.0/24", env=fake_ip_env)
+    assert (result.returncode, result.stdout) == (1, "")
+
+
+@pytest.mark.parametrize(
+    "subnet", ["", "10.0.3.0", "10.0.3.0/33", "300.0.3.0/24", "eth0"]
+)
+def test_a_malformed_subnet_exits_64_naming_it(
+    fake_ip_env: dict[str, str], subnet: str
+) -> None:
+    result = run(SOCKET_IFNAME, subnet, env=fake_ip_env)
+    assert result.returncode == 64
+    assert f"got '{subnet}'" in result.stderr

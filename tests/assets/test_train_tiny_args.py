@@ -1,0 +1,68 @@
+"""train_tiny.py's command line, which must import without torch or DeepSpeed."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+TRAIN_TINY = Path(__file__).resolve().parents[2] / "assets" / "train_tiny.py"
+
+
+@pytest.fixture(scope="module")
+def train_tiny() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("train_tiny", TRAIN_TINY)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_it_imports_and_parses_without_torch(train_tiny: ModuleType) -> None:
+    # The operator's venv has no torch: torch and deepspeed are imported inside train().
+    assert "torch" not in sys.modules
+    assert train_tiny.parse_args(["--deepspeed", "ds.json"]).config == "ds.json"
+
+
+def test_the_launchers_local_rank_flag_is_accepted_in_both_forms(
+    train_tiny: ModuleType,
+) -> None:
+    assert train_tiny.parse_args(["--deepspeed", "c", "--local_rank=1"]).local_rank == 1
+    assert (
+        train_tiny.parse_args(["--deepspeed", "c", "--local-rank", "2"]).local_rank == 2
+    )
+
+
+def test_local_rank_defaults_to_the_environment(
+    train_tiny: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LOCAL_RANK", "3")
+    assert train_tiny.parse_args(["--deepspeed", "c"]).local_rank == 3
+
+
+def test_both_ds_config_flag_spellings_of_the_workload_config_work(
+    train_tiny: ModuleType,
+) -> None:
+    # training.workload.deepspeed_config_flag may be --deepspeed or --deepspeed_config.
+    assert train_tiny.parse_args(["--deepspeed_config", "x.json"]).config == "x.json"
+
+
+def test_defaults_are_twenty_steps_and_no_injected_failure(
+    train_tiny: ModuleType,
+) -> None:
+    args = train_tiny.parse_args(["--deepspeed", "c"])
+    assert (args.steps, args.fail_rank, args.timeout_s) == (20, None, 300)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [[], ["--deepspeed", "c", "--steps", "0"], ["--deepspeed", "c", "--steps", "x"]],
+    ids=["no config", "zero steps", "steps not a number"],
+)
+def test_bad_arguments_exit_2(train_tiny: ModuleType, argv: list[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        train_tiny.parse_args(argv)
+    assert exc.value.code == 2
