@@ -3,12 +3,17 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 PY := .venv/bin/python
 HOSTS ?= 2
+STACK ?= dev
+# Every pulumi call runs with the project's toolchain and local state backend.
+PULUMI := source toolchain/env.sh && pulumi
 
-.PHONY: help venv toolchain lab-up lab-down lab-status demo test test-unit test-e2e test-faults bench
+.PHONY: help venv engine toolchain lab-up lab-down lab-status demo demo-down test test-unit test-e2e test-faults check
 
 help:
 	@echo "make demo        start the 2-host simulated lab and run 'pulumi up' on the dev stack"
+	@echo "make demo-down   'pulumi destroy' the dev stack and stop the lab"
 	@echo "make test        install everything and run the whole test suite (unit and e2e)"
+	@echo "make test-unit   the fast tests only (no engine needed)"
 	@echo "make toolchain   build or reuse the Pulumi CLI, language host and plugins"
 	@echo "make lab-up      start the simulated lab (HOSTS=$(HOSTS)); lab-down, lab-status"
 
@@ -18,6 +23,9 @@ venv: .venv/.installed
 	python3 -m venv .venv
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	touch $@
+
+engine:
+	bash lab/engine.sh
 
 toolchain: venv
 	bash toolchain/install.sh
@@ -30,3 +38,30 @@ lab-down: venv
 
 lab-status: venv
 	$(PY) -m lab status
+
+demo: toolchain lab-up
+	$(PY) -m components.validate Pulumi.$(STACK).yaml
+	$(PULUMI) stack select --create $(STACK)
+	$(PULUMI) up --yes --stack $(STACK)
+	@$(PULUMI) stack output --stack $(STACK)
+	@echo
+	@echo "Look around:  source toolchain/env.sh && pulumi stack output shell_command --stack $(STACK)"
+	@echo "              ssh -F .lab/ssh_config server1 docker ps"
+	@echo "Tear down:    make demo-down"
+
+demo-down: toolchain
+	$(PULUMI) destroy --yes --stack $(STACK)
+	$(PY) -m lab down
+
+check: venv
+	$(PY) -m ruff check .
+	$(PY) -m mypy
+
+test-unit: venv
+	$(PY) -m pytest -m "not e2e"
+
+test: venv engine toolchain
+	$(PY) -m pytest
+
+test-faults: venv engine toolchain
+	$(PY) -m pytest -m faults

@@ -287,7 +287,7 @@ def gpu_request(value: Any) -> GpuRequestValue:
     """Which GPUs a host's container gets: "all", "none", a count, or device ids."""
     example = 'expected "all", "none", a count such as 2, or device ids such as [0, 1]'
     if value in ("all", "none"):
-        return value  # type: ignore[no-any-return]
+        return value
     if isinstance(value, bool):
         raise ValueError(f"is not a GPU request; {example}")
     if as_int(value) is not None:
