@@ -19,7 +19,7 @@ SYSTEM_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 def context_entries(image: ImageConfig, project_dir: Path) -> dict[str, dict[str, Any]]:
     """Archive name -> `{"path": local path}` or `{"content": text}`, as RemoteScript takes it."""
     entries: dict[str, dict[str, Any]] = {
-        "Dockerfile": {"path": str(ASSETS_DIR / "image" / "Dockerfile")},
+        "Dockerfile": {"path": str(ASSETS_DIR / "image" / f"Dockerfile.{image.variant}")},
         "requirements.txt": {"content": "".join(f"{line}\n" for line in image.pip_requirements)},
     }
     for path in sorted((ASSETS_DIR / "container").iterdir()):

@@ -1,0 +1,127 @@
+"""The product end to end on the simulated 2-host lab, with the built toolchain and the dev
+stack's configuration: up from nothing (swarm, overlay, image, containers, SSH mesh, a
+DeepSpeed ZeRO-2 run across both containers), a no-change preview, a training change
+that re-runs training only, and a destroy that leaves nothing.
+
+The tests share one stack and run in file order; each reads the real world, not the
+program's own claims.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.lab_hosts import inspect, lab_up, on_host
+from tests.support.pulumi_cli import REPO, PulumiCli, ensure_toolchain
+
+pytestmark = [pytest.mark.e2e, pytest.mark.program]
+
+HOSTS = ("server1", "server2")
+STACK = "dev"
+
+
+class Stack:
+    """The dev stack's configuration, in a file of this test run's (the checkout's stays as is)."""
+
+    def __init__(self, cli: PulumiCli, config_file: Path) -> None:
+        self.cli = cli
+        self.config_file = config_file
+
+    def pulumi(self, *args: str, check: bool = True) -> str:
+        result = self.cli.run(*args, "--stack", STACK, "--config-file", str(self.config_file), check=check)
+        return result.stdout
+
+    def outputs(self) -> dict[str, object]:
+        return self.cli.outputs(STACK)
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    ensure_toolchain()
+    lab_up(len(HOSTS))
+    work = tmp_path_factory.mktemp("program-e2e")
+    config_file = work / "Pulumi.dev.yaml"
+    shutil.copy(REPO / "Pulumi.dev.yaml", config_file)
+    cli = PulumiCli(project_dir=REPO, state_dir=work / "state")
+    cli.run("stack", "init", STACK)
+    yield Stack(cli, config_file)
+    cli.run("destroy", "--yes", "--stack", STACK, "--config-file", str(config_file), check=False)
+
+
+def training_log() -> str:
+    return on_host("server1", "docker", "exec", "llm", "cat", "/opt/dslab/run/train.log")
+
+
+def losses(log: str) -> list[float]:
+    return [float(value) for value in re.findall(r"dslab: step=\d+ loss=([0-9.eE+-]+)", log)]
+
+
+def test_up_from_nothing_builds_the_cluster_and_trains_across_both_containers(stack: Stack) -> None:
+    stack.pulumi("up", "--yes")
+    outputs = stack.outputs()
+
+    nodes = on_host("server1", "docker", "node", "ls", "--format", "{{.Hostname}} {{.Status}}").split("\n")
+    assert sorted(line for line in nodes if line) == ["server1 Ready", "server2 Ready"], "both hosts are in the swarm"
+
+    container_ips = outputs["container_ips"]
+    assert isinstance(container_ips, dict)
+    for host in HOSTS:
+        container = inspect(host, "container", "llm")
+        assert container is not None and container["State"]["Running"], f"{host} runs its container"
+        address = container["NetworkSettings"]["Networks"]["test-net"]["IPAddress"]
+        assert address == container_ips[host], f"{host}'s container has the address the stack reports"
+
+    hostname = on_host(
+        "server1", "docker", "exec", "llm",
+        "ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "server2", "hostname",
+    )  # fmt: skip
+    assert hostname.strip() == "server2", "the manager's container logs in to the worker's with strict host keys"
+
+    log = training_log()
+    assert "dslab: world_size=2" in log, "DeepSpeed ran one rank in each container"
+    curve = losses(log)
+    assert len(curve) >= 10 and curve[-1] < curve[0], f"the loss went down: {curve}"
+    assert "dslab: finished" in log, "the run finished"
+    assert outputs["training_status"] == "succeeded"
+
+
+def test_a_second_preview_shows_no_changes(stack: Stack) -> None:
+    stack.pulumi("preview", "--expect-no-changes")
+
+
+def test_changing_a_training_argument_reruns_only_training(stack: Stack) -> None:
+    before = stack.outputs()
+    containers_before = {host: inspect(host, "container", "llm")["Id"] for host in HOSTS}  # type: ignore[index]
+
+    stack.pulumi("config", "set", "--path", "training.workload.args[1]", "25")
+    preview = json.loads(stack.pulumi("preview", "--json"))
+    changed = {
+        step["urn"].rsplit("::", 1)[-1]
+        for step in preview.get("steps", [])
+        if step.get("op") not in ("same", "read", "refresh")
+    }
+    assert changed == {"lab-training-run"}, f"only the launch changes: {changed}"
+
+    stack.pulumi("up", "--yes")
+    after = stack.outputs()
+    containers_after = {host: inspect(host, "container", "llm")["Id"] for host in HOSTS}  # type: ignore[index]
+    assert containers_after == containers_before, "no container was recreated"
+    assert after["image_ids"] == before["image_ids"], "no image was rebuilt"
+    assert "steps=25" in training_log(), "the new run used the new argument"
+
+
+def test_destroy_leaves_nothing_on_any_host(stack: Stack) -> None:
+    stack.pulumi("destroy", "--yes")
+
+    for host in HOSTS:
+        assert on_host(host, "docker", "ps", "--all", "--quiet").strip() == "", f"no containers left on {host}"
+        assert inspect(host, "network", "test-net") is None, f"no overlay network left on {host}"
+        state = on_host(host, "docker", "info", "--format", "{{.Swarm.LocalNodeState}}").strip()
+        assert state == "inactive", f"{host} left the swarm"
+    assert stack.cli.resource_count(STACK) == 0, "the stack is empty"

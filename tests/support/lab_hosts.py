@@ -1,0 +1,34 @@
+"""Looking at the simulated lab's hosts the way an operator would: ssh with strict host keys."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from typing import Any
+
+from tests.support.pulumi_cli import REPO
+
+SSH_CONFIG = REPO / ".lab" / "ssh_config"
+
+
+def lab_up(hosts: int = 2) -> None:
+    subprocess.run([str(REPO / ".venv" / "bin" / "python"), "-m", "lab", "up", "--hosts", str(hosts)], cwd=REPO, check=True)
+
+
+def on_host(host: str, *command: str, check: bool = True) -> str:
+    """Runs `command` on the host (argv, quoted for the remote shell) and returns stdout."""
+    import shlex
+
+    result = subprocess.run(
+        ["ssh", "-F", str(SSH_CONFIG), host, shlex.join(command)], capture_output=True, text=True, timeout=300
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(f"on {host}: {shlex.join(command)} exited {result.returncode}: {result.stderr}")
+    return result.stdout
+
+
+def inspect(host: str, kind: str, name: str) -> dict[str, Any] | None:
+    """`docker KIND inspect NAME` on the host, or None when there is no such thing."""
+    output = on_host(host, "docker", kind, "inspect", name, check=False)
+    items = json.loads(output) if output.strip() else []
+    return items[0] if items else None
