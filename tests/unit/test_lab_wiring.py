@@ -1,0 +1,163 @@
+"""The Lab component's wiring, against a recording mock engine (no hosts touched):
+which resources exist, under which parents, in which order, with which secrets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pytest
+
+from components.config import load_stack_file
+from tests.support.pulumi_cli import REPO
+
+REMOTE_SCRIPT = "pulumi-python:dynamic/dslab:RemoteScript"
+
+
+@dataclass
+class Recorded:
+    name: str
+    type: str
+    inputs: dict[str, Any]
+
+
+@dataclass
+class RecordingMocks(pulumi.runtime.Mocks):
+    """Records every resource; a RemoteScript's `result` is what its script would print."""
+
+    resources: dict[str, Recorded] = field(default_factory=dict)
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+        self.resources[args.name] = Recorded(name=args.name, type=args.typ, inputs=dict(args.inputs))
+        outputs = dict(args.inputs)
+        if args.typ == REMOTE_SCRIPT:
+            outputs["result"] = fake_result(args.inputs["create"]["script"], args.name)
+        return f"{args.name}-id", outputs
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
+        return {}, None
+
+
+def fake_result(script: str, name: str) -> dict[str, Any]:
+    return {
+        "host/swarm-init.sh": {"join_token": "SWMTKN-1-secret", "node_id": "manager-node"},
+        "host/swarm-join.sh": {"node_id": f"{name}-node"},
+        "host/network-create.sh": {"id": "net-id"},
+        "host/image-build.sh": {"image_id": "sha256:built"},
+        "host/image-load.sh": {"image_id": "sha256:built"},
+        "host/container-run.sh": {"container_id": f"{name}-cid", "ip": "10.0.3.128", "socket_ifname": "eth0"},
+        "host/mesh-collect.sh": {"user_key": f"ssh-ed25519 AAAA{name}", "host_key": f"ssh-ed25519 BBBB{name}"},
+        "host/deepspeed-launch.sh": {"status": "succeeded", "log": "/opt/dslab/run/train.log"},
+    }.get(script, {})
+
+
+@pytest.fixture
+def mocks() -> RecordingMocks:
+    recording = RecordingMocks()
+    pulumi.runtime.set_mocks(recording, project="dslab", stack="dev", preview=False)
+    return recording
+
+
+def everything_registered(lab: Any) -> pulumi.Output[Any]:
+    """Resolves once the last resource (the launch, which depends on all others) exists."""
+    return pulumi.Output.all(lab.container_ips, lab.launch.status, lab.launch.resource.urn)
+
+
+def build_dev_lab() -> Any:
+    from components.lab import Lab
+
+    config = load_stack_file(REPO / "Pulumi.dev.yaml")
+    return Lab("lab", config, project_dir=Path(REPO), owner="organization/dslab/dev")
+
+
+@pulumi.runtime.test
+def test_every_manual_step_of_the_write_up_is_a_resource(mocks: RecordingMocks) -> Any:
+    lab = build_dev_lab()
+
+    def check(_: Any) -> None:
+        scripts = {r.name: r.inputs["create"]["script"] for r in mocks.resources.values() if r.type == REMOTE_SCRIPT}
+        assert scripts["lab-swarm-server1-init"] == "host/swarm-init.sh"
+        assert scripts["lab-swarm-server2-join"] == "host/swarm-join.sh"
+        assert scripts["lab-network-test-net"] == "host/network-create.sh"
+        assert scripts["lab-image-server1-build"] == "host/image-build.sh", "build-once builds on the manager"
+        assert scripts["lab-image-server2-ship"] == "host/image-load.sh", "and ships to the worker"
+        assert scripts["lab-server1-run"] == scripts["lab-server2-run"] == "host/container-run.sh"
+        assert scripts["lab-mesh-server2-trust"] == "host/container-put-files.sh"
+        assert scripts["lab-training-run"] == "host/deepspeed-launch.sh"
+
+    return everything_registered(lab).apply(check)
+
+
+@pulumi.runtime.test
+def test_components_use_one_type_token_prefix_and_children_have_parents(mocks: RecordingMocks) -> Any:
+    lab = build_dev_lab()
+
+    def check(_: Any) -> None:
+        components = {r.type for r in mocks.resources.values() if r.type != REMOTE_SCRIPT}
+        assert components == {
+            "dslab:index:Lab",
+            "dslab:index:Swarm",
+            "dslab:index:OverlayNetwork",
+            "dslab:index:TrainingImage",
+            "dslab:index:NodeContainer",
+            "dslab:index:SshMesh",
+            "dslab:index:DeepSpeedLaunch",
+        }
+
+    return everything_registered(lab).apply(check)
+
+
+@pulumi.runtime.test
+def test_children_sit_under_their_component_in_the_resource_tree() -> Any:
+    pulumi.runtime.set_mocks(RecordingMocks(), project="dslab", stack="dev", preview=False)
+    lab = build_dev_lab()
+
+    def check(urns: list[str]) -> None:
+        swarm_init, container, launch = urns
+        assert "::dslab:index:Swarm$" in swarm_init
+        assert "::dslab:index:NodeContainer$" in container
+        assert "::dslab:index:DeepSpeedLaunch$" in launch
+
+    return pulumi.Output.all(
+        lab.swarm.manager.urn, lab.containers["server2"].resource.urn, lab.launch.resource.urn
+    ).apply(check)
+
+
+@pulumi.runtime.test
+def test_the_join_token_reaches_workers_only_as_a_secret_on_stdin(mocks: RecordingMocks) -> Any:
+    lab = build_dev_lab()
+
+    def check(_: Any) -> None:
+        join = mocks.resources["lab-swarm-server2-join"]
+        assert "SWMTKN" not in str(join.inputs["create"]["args"]), "the token is never an argument (ps shows those)"
+        stdin = join.inputs["stdin"]
+        secret_marker = "4dabf18193072939515e22adb298388d"  # the wire format of a Pulumi secret
+        assert secret_marker in stdin and stdin["value"] == "SWMTKN-1-secret", "the token travels as a secret"
+
+    return everything_registered(lab).apply(check)
+
+
+@pulumi.runtime.test
+def test_the_join_token_output_is_secret(mocks: RecordingMocks) -> Any:
+    lab = build_dev_lab()
+
+    async def secrets() -> None:
+        assert await lab.swarm.join_token.is_secret(), "the join token output is secret"
+
+    return pulumi.Output.from_input(secrets())
+
+
+@pulumi.runtime.test
+def test_containers_wait_for_the_network_their_image_and_their_swarm_join(mocks: RecordingMocks) -> Any:
+    lab = build_dev_lab()
+
+    def check(_: Any) -> None:
+        run = mocks.resources["lab-server2-run"]
+        assert run.inputs["delete_before_replace"] is True, "one container name per host: old goes first"
+        args = run.inputs["create"]["args"]
+        assert "--ip" in args and args[args.index("--ip") + 1] == "10.0.3.129", "static address from the plan"
+        assert "--add-host" in args and "server1:10.0.3.128" in args, "the other node resolves by name"
+
+    return everything_registered(lab).apply(check)
