@@ -16,9 +16,7 @@ from pathlib import Path
 import pytest
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
-SHELL_SCRIPTS = sorted(
-    [*(ASSETS / "container").glob("*.sh"), *(ASSETS / "image").glob("*.sh")]
-)
+SHELL_SCRIPTS = sorted([*(ASSETS / "container").glob("*.sh"), *(ASSETS / "image").glob("*.sh")])
 RUN_DEEPSPEED = ASSETS / "container" / "run-deepspeed.sh"
 SOCKET_IFNAME = ASSETS / "container" / "socket-ifname.sh"
 
@@ -50,9 +48,7 @@ def run(
 @pytest.mark.parametrize("script", SHELL_SCRIPTS, ids=lambda path: path.name)
 def test_every_shell_script_parses_and_is_executable(script: Path) -> None:
     assert run("bash", "-n", script).returncode == 0
-    assert os.access(script, os.X_OK), (
-        f"{script} must be executable: the image runs it directly"
-    )
+    assert os.access(script, os.X_OK), f"{script} must be executable: the image runs it directly"
 
 
 @pytest.mark.skipif(
@@ -90,12 +86,8 @@ def test_a_successful_run_tees_its_output_and_says_succeeded(workdir: Path) -> N
         "echo dslab: step=1; pwd",
     )
     assert result.returncode == 0, result.stderr
-    assert "dslab: step=1" in result.stdout, (
-        "the output must also reach docker exec's stdout"
-    )
-    assert (workdir / "train.log").read_text() == f"dslab: step=1\n{workdir}\n", (
-        "runs in --workdir"
-    )
+    assert "dslab: step=1" in result.stdout, "the output must also reach docker exec's stdout"
+    assert (workdir / "train.log").read_text() == f"dslab: step=1\n{workdir}\n", "runs in --workdir"
     assert (workdir / "status").read_text() == "succeeded\n"
 
 
@@ -215,9 +207,7 @@ def test_a_second_run_is_refused_while_the_first_holds_the_lock(workdir: Path) -
     )
     assert second.returncode == 75
     assert "another run holds" in second.stderr
-    assert (workdir / "status").read_text() == "running\n", (
-        "the refused run must not touch the status"
-    )
+    assert (workdir / "status").read_text() == "running\n", "the refused run must not touch the status"
 
 
 @pytest.mark.parametrize(
@@ -289,12 +279,8 @@ def test_no_interface_in_the_subnet_exits_1_quietly(
     assert (result.returncode, result.stdout) == (1, "")
 
 
-@pytest.mark.parametrize(
-    "subnet", ["", "10.0.3.0", "10.0.3.0/33", "300.0.3.0/24", "eth0"]
-)
-def test_a_malformed_subnet_exits_64_naming_it(
-    fake_ip_env: dict[str, str], subnet: str
-) -> None:
+@pytest.mark.parametrize("subnet", ["", "10.0.3.0", "10.0.3.0/33", "300.0.3.0/24", "eth0"])
+def test_a_malformed_subnet_exits_64_naming_it(fake_ip_env: dict[str, str], subnet: str) -> None:
     result = run(SOCKET_IFNAME, subnet, env=fake_ip_env)
     assert result.returncode == 64
     assert f"got '{subnet}'" in result.stderr

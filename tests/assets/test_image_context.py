@@ -12,15 +12,11 @@ import pytest
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 MAKE_CONTEXT = ASSETS / "image" / "make-context.sh"
-DOCKERFILES = {
-    variant: ASSETS / "image" / f"Dockerfile.{variant}" for variant in ("cpu", "gpu")
-}
+DOCKERFILES = {variant: ASSETS / "image" / f"Dockerfile.{variant}" for variant in ("cpu", "gpu")}
 
 
 def make_context(*argv: str | Path) -> tarfile.TarFile:
-    result = subprocess.run(
-        [str(MAKE_CONTEXT), *map(str, argv)], capture_output=True, check=True
-    )
+    result = subprocess.run([str(MAKE_CONTEXT), *map(str, argv)], capture_output=True, check=True)
     return tarfile.open(fileobj=io.BytesIO(result.stdout))
 
 
@@ -32,18 +28,14 @@ def ca_bundle(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("variant", ["cpu", "gpu"])
-def test_the_context_holds_the_variants_dockerfile_and_every_input(
-    variant: str, ca_bundle: Path
-) -> None:
+def test_the_context_holds_the_variants_dockerfile_and_every_input(variant: str, ca_bundle: Path) -> None:
     with make_context("--variant", variant, "--ca-bundle", ca_bundle) as tar:
         names = {name.removeprefix("./") for name in tar.getnames()} - {"."}
         dockerfile = tar.extractfile("./Dockerfile")
         assert dockerfile is not None
         assert dockerfile.read() == DOCKERFILES[variant].read_bytes()
         requirements = tar.extractfile("./requirements.txt")
-        assert requirements is not None and requirements.read() == b"", (
-            "no requirements: an empty file"
-        )
+        assert requirements is not None and requirements.read() == b"", "no requirements: an empty file"
     assert names == {
         "Dockerfile",
         "ca-bundle.crt",
@@ -57,9 +49,7 @@ def test_the_context_holds_the_variants_dockerfile_and_every_input(
     }
 
 
-def test_requirements_and_wheels_are_copied_when_given(
-    tmp_path: Path, ca_bundle: Path
-) -> None:
+def test_requirements_and_wheels_are_copied_when_given(tmp_path: Path, ca_bundle: Path) -> None:
     (tmp_path / "req.txt").write_text("transformers==4.33.1\n")
     (tmp_path / "wheels").mkdir()
     (tmp_path / "wheels" / "a-1.0-py3-none-any.whl").write_bytes(b"PK")
@@ -75,10 +65,7 @@ def test_requirements_and_wheels_are_copied_when_given(
     ) as tar:
         assert "./wheelhouse/a-1.0-py3-none-any.whl" in tar.getnames()
         requirements = tar.extractfile("./requirements.txt")
-        assert (
-            requirements is not None
-            and requirements.read() == b"transformers==4.33.1\n"
-        )
+        assert requirements is not None and requirements.read() == b"transformers==4.33.1\n"
 
 
 def test_the_same_inputs_give_the_same_bytes(ca_bundle: Path) -> None:
@@ -89,9 +76,7 @@ def test_the_same_inputs_give_the_same_bytes(ca_bundle: Path) -> None:
             check=True,
         ).stdout
 
-    assert stream() == stream(), (
-        "a stable context lets a content hash decide when to rebuild"
-    )
+    assert stream() == stream(), "a stable context lets a content hash decide when to rebuild"
 
 
 def test_a_missing_ca_bundle_is_refused_by_name(tmp_path: Path) -> None:
@@ -106,9 +91,7 @@ def test_a_missing_ca_bundle_is_refused_by_name(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("variant", ["cpu", "gpu"])
 def test_each_dockerfile_takes_the_documented_build_args(variant: str) -> None:
-    args = set(
-        re.findall(r"^ARG (\w+)", DOCKERFILES[variant].read_text(), re.MULTILINE)
-    )
+    args = set(re.findall(r"^ARG (\w+)", DOCKERFILES[variant].read_text(), re.MULTILINE))
     assert {"BASE_IMAGE", "APT_PACKAGES", "DEEPSPEED_VERSION"} <= args
 
 
@@ -117,18 +100,12 @@ def test_our_scripts_are_the_last_layer_so_editing_them_rebuilds_little(
     variant: str,
 ) -> None:
     text = DOCKERFILES[variant].read_text()
-    instructions = [
-        line.split()[0] for line in text.splitlines() if re.match(r"^[A-Z]+ ", line)
-    ]
+    instructions = [line.split()[0] for line in text.splitlines() if re.match(r"^[A-Z]+ ", line)]
     copies = [i for i, word in enumerate(instructions) if word == "COPY"]
     runs = [i for i, word in enumerate(instructions) if word == "RUN"]
     assert "COPY dslab/ /opt/dslab/" in text
     assert copies[-1] > runs[-2], "only the chmod of our scripts may follow their COPY"
-    assert (
-        text.index("deepspeed==")
-        < text.index("APT_PACKAGES}")
-        < text.index("requirements.txt /opt")
-    ), (
+    assert text.index("deepspeed==") < text.index("APT_PACKAGES}") < text.index("requirements.txt /opt"), (
         "slow layers first: DeepSpeed, then extra apt packages, then extra pip requirements"
     )
 

@@ -31,14 +31,10 @@ def test_the_launchers_local_rank_flag_is_accepted_in_both_forms(
     train_tiny: ModuleType,
 ) -> None:
     assert train_tiny.parse_args(["--deepspeed", "c", "--local_rank=1"]).local_rank == 1
-    assert (
-        train_tiny.parse_args(["--deepspeed", "c", "--local-rank", "2"]).local_rank == 2
-    )
+    assert train_tiny.parse_args(["--deepspeed", "c", "--local-rank", "2"]).local_rank == 2
 
 
-def test_local_rank_defaults_to_the_environment(
-    train_tiny: ModuleType, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_local_rank_defaults_to_the_environment(train_tiny: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LOCAL_RANK", "3")
     assert train_tiny.parse_args(["--deepspeed", "c"]).local_rank == 3
 
