@@ -15,9 +15,16 @@ RUN_DIR = "/opt/dslab/run"
 
 
 @dataclass(frozen=True)
-class DeepSpeedLaunchArgs:
-    manager_name: str
+class LaunchNode:
+    name: str
     connection: pulumi.Input[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class DeepSpeedLaunchArgs:
+    manager: LaunchNode
+    nodes: tuple[LaunchNode, ...]
+    """Every node: each rank reads ds_config.json itself, at the launcher's path."""
     container_name: str
     workdir: str
     argv: list[str]
@@ -32,9 +39,10 @@ class DeepSpeedLaunchArgs:
 
 
 class DeepSpeedLaunch(pulumi.ComponentResource):
-    """Creates one RemoteScript on the manager: it re-runs when the training inputs or the
-    containers change, and only then. In wait mode `pulumi up` streams the log and fails
-    when training fails.
+    """Creates, per node, a RemoteScript that places the hostfile and ds_config.json in its
+    container, and one on the manager that runs deepspeed: it re-runs when the training
+    inputs or the containers change, and only then. In wait mode `pulumi up` streams the
+    log and fails when training fails.
 
     Outputs:
         status: `succeeded`, or `running` in background mode.
@@ -49,21 +57,34 @@ class DeepSpeedLaunch(pulumi.ComponentResource):
     def __init__(self, name: str, args: DeepSpeedLaunchArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(component_type("DeepSpeedLaunch"), name, None, opts)
         mode = "wait" if args.wait else "background"
+        run_files = {
+            "hostfile": {"content": args.hostfile},
+            "ds_config.json": {"content": args.ds_config},
+        }
+        placed = [
+            RemoteScript(
+                f"{name}-{node.name}-files",
+                label=f"{node.name}: hostfile and ds_config.json",
+                connection=node.connection,
+                create=script_call("host/container-put-files.sh", args.container_name, RUN_DIR),
+                stdin_archive=run_files,
+                triggers=[trust.id for trust in args.mesh],
+                opts=pulumi.ResourceOptions(parent=self, depends_on=args.mesh),
+            )
+            for node in args.nodes
+        ]
         launch = RemoteScript(
             f"{name}-run",
-            label=f"{args.manager_name}: deepspeed",
-            connection=args.connection,
+            label=f"{args.manager.name}: deepspeed",
+            connection=args.manager.connection,
             create=script_call(
                 "host/deepspeed-launch.sh", args.container_name, args.workdir, RUN_DIR, mode, "--", *args.argv
             ),
-            stdin_archive={
-                f"{RUN_DIR.lstrip('/')}/hostfile": {"content": args.hostfile},
-                f"{RUN_DIR.lstrip('/')}/ds_config.json": {"content": args.ds_config},
-                "root/.deepspeed_env": {"content": args.deepspeed_env},
-            },
+            stdin_archive={"root/.deepspeed_env": {"content": args.deepspeed_env}},
             delete=script_call("host/deepspeed-stop.sh", args.container_name),
-            triggers=[trust.id for trust in args.mesh],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=args.mesh),
+            # New files or a new mesh (replaced containers) run training again.
+            triggers=[file.id for file in placed],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=placed),
         )
         self.resource = launch
         self.status = launch.result.apply(lambda result: str(result.get("status", "")))

@@ -16,7 +16,7 @@ from components.config import LabConfig
 from components.connection import host_connection
 from components.container_spec import SSH_PORT_IN_CONTAINER, docker_run_args
 from components.deepspeed_env import deepspeed_environment, render_deepspeed_env
-from components.deepspeed_launch import RUN_DIR, DeepSpeedLaunch, DeepSpeedLaunchArgs
+from components.deepspeed_launch import RUN_DIR, DeepSpeedLaunch, DeepSpeedLaunchArgs, LaunchNode
 from components.ds_config import render_ds_config
 from components.hostfile import render_hostfile
 from components.image import ImageHost, TrainingImage, TrainingImageArgs
@@ -165,8 +165,11 @@ class Lab(pulumi.ComponentResource):
         return DeepSpeedLaunch(
             f"{name}-training",
             DeepSpeedLaunchArgs(
-                manager_name=manager.name,
-                connection=self.connections[manager.name],
+                manager=LaunchNode(name=manager.name, connection=self.connections[manager.name]),
+                nodes=tuple(
+                    LaunchNode(name=host.name, connection=self.connections[host.name])
+                    for host in config.hosts_manager_first
+                ),
                 container_name=config.container.name,
                 workdir=config.training.workload.workdir,
                 argv=launch_argv_for(config, f"{RUN_DIR}/hostfile", f"{RUN_DIR}/ds_config.json"),

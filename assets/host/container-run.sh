@@ -13,7 +13,8 @@ echo "starting container $name" >&2
 docker run --detach --name "$name" "$@" >/dev/null
 
 for _ in $(seq 1 60); do
-  if docker exec "$name" test -s /run/dslab/socket_ifname 2>/dev/null \
+  # The entrypoint writes ready once keys and the overlay interface are settled.
+  if docker exec "$name" test -e /run/dslab/ready 2>/dev/null \
      && docker exec "$name" pgrep -x sshd >/dev/null 2>&1; then
     break
   fi

@@ -6,7 +6,7 @@ set -euo pipefail
 container=$1 workdir=$2 run_dir=$3 mode=$4
 shift 5  # CONTAINER WORKDIR RUN_DIR MODE --
 
-docker exec -i "$container" tar -x -o -C /
+docker exec -i "$container" tar -x -o -C /  # .deepspeed_env into root's home
 log="$run_dir/train.log"
 status="$run_dir/status"
 flags=(--workdir "$workdir" --log "$log" --status "$status")
