@@ -89,7 +89,7 @@ def ssh_argv(connection: dict[str, Any]) -> list[str]:
         "-o", "ControlMaster=auto",
         "-o", f"ControlPath={control_dir}/dslab-ssh-%C",
         "-o", "ControlPersist=30",
-        "-p", str(connection["port"]),
+        "-p", str(int(connection["port"])),  # numbers come back from state as floats
         f"{connection['user']}@{connection['host']}",
     ]  # fmt: skip
 
@@ -107,7 +107,7 @@ def script_argv(connection: dict[str, Any] | None, call: dict[str, Any]) -> list
 def describe(connection: dict[str, Any] | None) -> str:
     if connection is None:
         return "this machine"
-    return f"{connection.get('name') or connection['host']} ({connection['host']}:{connection['port']})"
+    return f"{connection.get('name') or connection['host']} ({connection['host']}:{int(connection['port'])})"
 
 
 def archive_bytes(entries: dict[str, dict[str, Any]]) -> bytes:
@@ -116,7 +116,8 @@ def archive_bytes(entries: dict[str, dict[str, Any]]) -> bytes:
     Built when the script runs, so state holds file paths and hashes, not file contents.
     """
     buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as archive:
+    # GNU format: `docker build -` takes PAX extended headers for a Dockerfile, not a tar.
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.GNU_FORMAT) as archive:
         for name, entry in sorted(entries.items()):
             if "path" in entry:
                 archive.add(str(Path(entry["path"]).expanduser()), arcname=name, recursive=True)

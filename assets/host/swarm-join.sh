@@ -5,7 +5,12 @@
 set -euo pipefail
 manager_address=$1
 advertise_addr=$2
-read -r token
+# The token has no trailing newline: read returns 1 at EOF even though it read it.
+read -r token || true
+if [[ -z "$token" ]]; then
+  echo "no join token on stdin" >&2
+  exit 1
+fi
 
 state=$(docker info --format '{{.Swarm.LocalNodeState}}')
 if [[ "$state" == active ]]; then

@@ -18,6 +18,16 @@ def ensure_toolchain() -> None:
     subprocess.run(["bash", str(REPO / "toolchain" / "install.sh")], check=True)
 
 
+def error_lines(output: str, context: int = 12) -> str:
+    """The lines around each error in Pulumi's output: long logs would push them out of view."""
+    lines = output.splitlines()
+    keep: set[int] = set()
+    for index, line in enumerate(lines):
+        if "Error" in line and "error:" not in line.lower()[:0] or "RemoteScriptError" in line or "failed on" in line:
+            keep.update(range(index, min(index + context, len(lines))))
+    return "\n".join(lines[index] for index in sorted(keep))[-8000:]
+
+
 @dataclass
 class PulumiCli:
     """The `pulumi` CLI of `.pulumi-home/bin` on one project, one state backend directory."""
@@ -54,7 +64,8 @@ class PulumiCli:
         if check and completed.returncode != 0:
             raise AssertionError(
                 f"pulumi {' '.join(args)} exited {completed.returncode}\n"
-                f"--- stdout\n{completed.stdout[-8000:]}\n--- stderr\n{completed.stderr[-4000:]}"
+                f"--- errors\n{error_lines(completed.stdout)}\n"
+                f"--- stdout (end)\n{completed.stdout[-6000:]}\n--- stderr\n{completed.stderr[-4000:]}"
             )
         return completed
 
