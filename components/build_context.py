@@ -23,7 +23,7 @@ def context_entries(image: ImageConfig, project_dir: Path) -> dict[str, dict[str
         "requirements.txt": {"content": "".join(f"{line}\n" for line in image.pip_requirements)},
     }
     for path in sorted((ASSETS_DIR / "container").iterdir()):
-        entries[f"dslab/{path.name}"] = {"path": str(path), "mode": 0o755}
+        entries[f"dslab/{path.name}"] = {"path": str(path)}
     entries["dslab/train_tiny.py"] = {"path": str(ASSETS_DIR / "train_tiny.py")}
     if image.ca_bundle_path:
         entries["ca-bundle.crt"] = {"path": str(resolve(image.ca_bundle_path, project_dir))}
@@ -43,7 +43,7 @@ def resolve(path: str, project_dir: Path) -> Path:
 
 def build_args(image: ImageConfig) -> dict[str, str]:
     """The Dockerfile's ARGs for this configuration."""
-    args = {"BASE_IMAGE": image.base_image, "APT_PACKAGES": " ".join(image.apt_packages), "VARIANT": image.variant}
+    args = {"BASE_IMAGE": image.base_image, "APT_PACKAGES": " ".join(image.apt_packages)}
     if image.python:
         args["PYTHON_VERSION"] = image.python
     return args

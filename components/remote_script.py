@@ -48,7 +48,9 @@ READ_DRIFTED_EXIT = 4
 SSH_FAILURE_EXIT = 255
 
 # Inputs whose change means the thing on the host must be made again.
-REPLACING_INPUTS = ("connection", "create", "stdin", "stdin_archive", "pipe_from", "triggers")
+REPLACING_INPUTS = ("create", "stdin", "stdin_archive", "pipe_from", "triggers")
+# Which host the thing lives on; a new key or known_hosts file reaches the same host.
+CONNECTION_IDENTITY = ("host", "port", "user")
 
 
 class RemoteScriptError(Exception):
@@ -117,7 +119,8 @@ def archive_bytes(entries: dict[str, dict[str, Any]]) -> bytes:
     """
     buffer = io.BytesIO()
     # GNU format: `docker build -` takes PAX extended headers for a Dockerfile, not a tar.
-    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.GNU_FORMAT) as archive:
+    # dereference: a linked file (a CA bundle, say) goes in as the file, which is what is hashed.
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.GNU_FORMAT, dereference=True) as archive:
         for name, entry in sorted(entries.items()):
             if "path" in entry:
                 archive.add(str(Path(entry["path"]).expanduser()), arcname=name, recursive=True)
@@ -156,21 +159,23 @@ def run_piped(
 ) -> tuple[int, str, str]:
     """Runs `source["create"]` on `source["connection"]` with its stdout piped into `call`
     on `connection` (e.g. `docker save` on one host into `docker load` on another), through
-    this machine, so the hosts need not trust each other."""
+    this machine, so the hosts need not trust each other. A failing source raises an error
+    that names the source; otherwise the receiver's exit code, stdout and stderr come back."""
     with private_key_file(source["connection"]) as source_connection, private_key_file(connection) as usable:
         producer = subprocess.Popen(
             script_argv(source_connection, source["create"]), stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )
-        source_errors = _pump_stderr(f"{label} <-", producer)
+        source_errors, source_threads = _pump_stderr(f"{label} <-", producer)
         assert producer.stdout is not None
         code, stdout, stderr = _run_streaming(label, script_argv(usable, call), producer.stdout)
         producer.stdout.close()
         producer.wait()
-        for thread in source_errors[1]:
+        for thread in source_threads:
             thread.join()
-        if producer.returncode != 0:
-            return producer.returncode, stdout, "".join(source_errors[0]) + stderr
-        return code, stdout, stderr
+    # A receiver that stopped first kills the source with SIGPIPE: the receiver's failure is the news.
+    if code == 0 and producer.returncode != 0:
+        raise failure(label, source["connection"], source["create"], producer.returncode, "".join(source_errors))
+    return code, stdout, stderr
 
 
 def _pump_stderr(label: str, process: subprocess.Popen[bytes]) -> tuple[list[str], list[threading.Thread]]:
@@ -243,6 +248,13 @@ def failure(label: str, connection: dict[str, Any] | None, call: dict[str, Any],
     return RemoteScriptError(f"{label}: {call['script']} failed on {describe(connection)} (exit {code}):\n{tail}")
 
 
+def host_identity(connection: dict[str, Any] | None) -> tuple[Any, ...] | None:
+    """Host, port and user: state gives numbers back as floats, so the port is an int here."""
+    if connection is None:
+        return None
+    return (connection.get("host"), int(connection.get("port") or 0), connection.get("user"))
+
+
 class RemoteScriptProvider(ResourceProvider):
     """CRUD for RemoteScript; the state of a RemoteScript is its inputs plus `result`."""
 
@@ -265,10 +277,12 @@ class RemoteScriptProvider(ResourceProvider):
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         replaces = [key for key in REPLACING_INPUTS if olds.get(key) != news.get(key)]
+        if host_identity(olds.get("connection")) != host_identity(news.get("connection")):
+            replaces.insert(0, "connection")
         if olds.get("drifted"):
             replaces.append("drifted")
         changed = bool(replaces) or any(
-            olds.get(key) != news.get(key) for key in ("label", "delete", "read", "delete_before_replace")
+            olds.get(key) != news.get(key) for key in ("connection", "label", "delete", "read", "delete_before_replace")
         )
         return DiffResult(
             changes=changed,
@@ -293,7 +307,9 @@ class RemoteScriptProvider(ResourceProvider):
         if code != 0:
             raise failure(props["label"], props.get("connection"), call, code, stderr)
         observed = parse_result(stdout)
-        return ReadResult(id_=id_, outs={**props, "result": {**props.get("result", {}), **observed}})
+        return ReadResult(
+            id_=id_, outs={**props, "result": {**props.get("result", {}), **observed}, "drifted": False}
+        )
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
         call = props.get("delete")

@@ -274,11 +274,6 @@ def test_a_piped_create_reads_the_source_scripts_stdout(tmp_path: Path) -> None:
     assert outs_of(result)["result"] == {"loaded": "image bytes"}, "docker save | docker load, through this machine"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="run_piped returns the source's exit code, but failure() names the receiving script",
-)
 def test_a_failing_pipe_source_is_named_in_the_error(tmp_path: Path) -> None:
     source = write_script(tmp_path, "save.sh", "echo 'no such image' >&2\nexit 1\n")
     load = write_script(tmp_path, "load.sh", "cat >/dev/null\n")
@@ -286,11 +281,6 @@ def test_a_failing_pipe_source_is_named_in_the_error(tmp_path: Path) -> None:
         RemoteScriptProvider().create(props(load, pipe_from={"connection": None, "create": source}))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="run_piped reports the source's exit code (-13, SIGPIPE once the receiver is gone)",
-)
 def test_a_failing_pipe_receiver_reports_its_own_exit_code(tmp_path: Path) -> None:
     source = write_script(tmp_path, "save.sh", "exec cat /dev/zero\n")
     load = write_script(tmp_path, "load.sh", "echo 'disk full' >&2\nexit 5\n")
@@ -325,11 +315,6 @@ def test_a_read_that_succeeds_updates_the_result_with_what_it_saw(tmp_path: Path
     assert result.id == "id" and outs_of(result)["result"] == {"id": "c1", "ip": "10.0.3.2"}, "merged, not replaced"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="read keeps props['drifted'] as it was when the read script exits 0",
-)
 def test_a_read_that_finds_the_thing_healthy_again_clears_drifted(tmp_path: Path) -> None:
     result = RemoteScriptProvider().read("id", read_props(tmp_path, "exit 0\n", drifted=True))
     assert outs_of(result)["drifted"] is False, "a repaired thing must not be replaced by the next `up`"
