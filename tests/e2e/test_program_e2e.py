@@ -49,7 +49,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     config_file = work / "Pulumi.dev.yaml"
     shutil.copy(REPO / "Pulumi.dev.yaml", config_file)
     cli = PulumiCli(project_dir=REPO, state_dir=work / "state")
-    cli.run("stack", "init", STACK)
+    # The salt of the secrets provider goes to this run's config file, not the checkout's.
+    cli.run("stack", "init", STACK, "--config-file", str(config_file))
     yield Stack(cli, config_file)
     cli.run("destroy", "--yes", "--stack", STACK, "--config-file", str(config_file), check=False)
 
