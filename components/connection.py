@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 from pydantic import SecretStr
 
 from components.config import Host, OperatorConfig
+
+
+@dataclass(frozen=True)
+class RemoteHost:
+    """A host as components see it: its name, its address, and how to reach it."""
+
+    name: str
+    address: str
+    connection: pulumi.Input[dict[str, Any]]
+
+
+def remote_host(host: Host, operator: OperatorConfig) -> RemoteHost:
+    return RemoteHost(name=host.name, address=host.address, connection=host_connection(host, operator))
 
 
 def host_connection(host: Host, operator: OperatorConfig) -> pulumi.Input[dict[str, Any]]:

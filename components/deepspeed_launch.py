@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import pulumi
 
+from components.connection import RemoteHost
 from components.naming import component_type
 from components.remote_script import RemoteScript, script_call
 
@@ -15,15 +15,9 @@ RUN_DIR = "/opt/dslab/run"
 
 
 @dataclass(frozen=True)
-class LaunchNode:
-    name: str
-    connection: pulumi.Input[dict[str, Any]]
-
-
-@dataclass(frozen=True)
 class DeepSpeedLaunchArgs:
-    manager: LaunchNode
-    nodes: tuple[LaunchNode, ...]
+    manager: RemoteHost
+    nodes: tuple[RemoteHost, ...]
     """Every node: each rank reads ds_config.json itself, at the launcher's path."""
     container_name: str
     workdir: str

@@ -7,19 +7,14 @@ from typing import Any, Literal
 
 import pulumi
 
+from components.connection import RemoteHost
 from components.naming import component_type
 from components.remote_script import RemoteScript, script_call
 
 
 @dataclass(frozen=True)
-class ImageHost:
-    name: str
-    connection: pulumi.Input[dict[str, Any]]
-
-
-@dataclass(frozen=True)
 class TrainingImageArgs:
-    hosts: tuple[ImageHost, ...]
+    hosts: tuple[RemoteHost, ...]
     """Manager first: with build-once it builds there."""
     tag: str
     """Full tag, `name:<content hash>`: a new tag exactly when an input changed."""
@@ -54,7 +49,7 @@ class TrainingImage(pulumi.ComponentResource):
         )
         self.register_outputs({"image_ids": self.image_ids})
 
-    def _build(self, name: str, host: ImageHost, args: TrainingImageArgs) -> RemoteScript:
+    def _build(self, name: str, host: RemoteHost, args: TrainingImageArgs) -> RemoteScript:
         build_flags = [f"--build-arg={key}={value}" for key, value in sorted(args.build_args.items())]
         return RemoteScript(
             f"{name}-{host.name}-build",
@@ -67,7 +62,7 @@ class TrainingImage(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
 
-    def _ship(self, name: str, builder: ImageHost, host: ImageHost, tag: str) -> RemoteScript:
+    def _ship(self, name: str, builder: RemoteHost, host: RemoteHost, tag: str) -> RemoteScript:
         # `docker save` on the builder piped into `docker load` on the host, through this machine.
         return RemoteScript(
             f"{name}-{host.name}-ship",

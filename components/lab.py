@@ -13,19 +13,19 @@ import pulumi
 
 from components.build_context import build_args, context_entries, context_hash
 from components.config import LabConfig
-from components.connection import host_connection
+from components.connection import RemoteHost, remote_host
 from components.container_spec import SSH_PORT_IN_CONTAINER, docker_run_args
 from components.deepspeed_env import deepspeed_environment, render_deepspeed_env
-from components.deepspeed_launch import RUN_DIR, DeepSpeedLaunch, DeepSpeedLaunchArgs, LaunchNode
+from components.deepspeed_launch import RUN_DIR, DeepSpeedLaunch, DeepSpeedLaunchArgs
 from components.ds_config import render_ds_config
 from components.hostfile import render_hostfile
-from components.image import ImageHost, TrainingImage, TrainingImageArgs
+from components.image import TrainingImage, TrainingImageArgs
 from components.launch_argv import launch_argv_for
 from components.naming import component_type
 from components.node_container import NodeContainer, NodeContainerArgs
 from components.overlay_network import OverlayNetwork, OverlayNetworkArgs
 from components.ssh_mesh import MeshMember, SshMesh, SshMeshArgs
-from components.swarm import Swarm, SwarmArgs, SwarmNode
+from components.swarm import Swarm, SwarmArgs
 
 IMAGE_PATH = "/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 """PATH inside the training image (its venv first); remote ranks get it from .deepspeed_env."""
@@ -52,9 +52,8 @@ class Lab(pulumi.ComponentResource):
     ) -> None:
         super().__init__(component_type("Lab"), name, None, opts)
         self.config = config
-        self.connections: dict[str, pulumi.Input[dict[str, Any]]] = {
-            host.name: host_connection(host, config.operator) for host in config.hosts
-        }
+        self.hosts: dict[str, RemoteHost] = {host.name: remote_host(host, config.operator) for host in config.hosts}
+        self.connections = {name: host.connection for name, host in self.hosts.items()}
         self.plan = config.address_plan()
         self.swarm = self._create_swarm(name)
         self.network = self._create_network(name)
@@ -66,14 +65,11 @@ class Lab(pulumi.ComponentResource):
         self._register()
 
     def _create_swarm(self, name: str) -> Swarm:
-        def node(host_name: str, address: str) -> SwarmNode:
-            return SwarmNode(name=host_name, address=address, connection=self.connections[host_name])
-
         return Swarm(
             f"{name}-swarm",
             SwarmArgs(
-                manager=node(self.config.manager.name, self.config.manager.address),
-                workers=tuple(node(worker.name, worker.address) for worker in self.config.workers),
+                manager=self.hosts[self.config.manager.name],
+                workers=tuple(self.hosts[worker.name] for worker in self.config.workers),
             ),
             pulumi.ResourceOptions(parent=self),
         )
@@ -102,10 +98,7 @@ class Lab(pulumi.ComponentResource):
         return TrainingImage(
             f"{name}-image",
             TrainingImageArgs(
-                hosts=tuple(
-                    ImageHost(name=host.name, connection=self.connections[host.name])
-                    for host in self.config.hosts_manager_first
-                ),
+                hosts=tuple(self.hosts[host.name] for host in self.config.hosts_manager_first),
                 tag=f"{image.tag}:{context_hash(entries, arguments)}",
                 context=entries,
                 build_args=arguments,
@@ -165,11 +158,8 @@ class Lab(pulumi.ComponentResource):
         return DeepSpeedLaunch(
             f"{name}-training",
             DeepSpeedLaunchArgs(
-                manager=LaunchNode(name=manager.name, connection=self.connections[manager.name]),
-                nodes=tuple(
-                    LaunchNode(name=host.name, connection=self.connections[host.name])
-                    for host in config.hosts_manager_first
-                ),
+                manager=self.hosts[manager.name],
+                nodes=tuple(self.hosts[host.name] for host in config.hosts_manager_first),
                 container_name=config.container.name,
                 workdir=config.training.workload.workdir,
                 argv=launch_argv_for(config, f"{RUN_DIR}/hostfile", f"{RUN_DIR}/ds_config.json"),

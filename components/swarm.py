@@ -3,27 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import pulumi
 
+from components.connection import RemoteHost
 from components.naming import component_type
 from components.remote_script import RemoteScript, script_call
 
 
 @dataclass(frozen=True)
-class SwarmNode:
-    """A host as the swarm sees it."""
-
-    name: str
-    address: str
-    connection: pulumi.Input[dict[str, Any]]
-
-
-@dataclass(frozen=True)
 class SwarmArgs:
-    manager: SwarmNode
-    workers: tuple[SwarmNode, ...]
+    manager: RemoteHost
+    workers: tuple[RemoteHost, ...]
 
 
 class Swarm(pulumi.ComponentResource):
@@ -47,7 +38,7 @@ class Swarm(pulumi.ComponentResource):
         self.joins = {worker.name: self._create_worker(name, worker, args.manager) for worker in args.workers}
         self.register_outputs({"join_token": self.join_token, "manager_address": self.manager_address})
 
-    def _create_manager(self, name: str, manager: SwarmNode) -> RemoteScript:
+    def _create_manager(self, name: str, manager: RemoteHost) -> RemoteScript:
         return RemoteScript(
             f"{name}-{manager.name}-init",
             label=f"{manager.name}: swarm init",
@@ -59,7 +50,7 @@ class Swarm(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, additional_secret_outputs=["result"]),
         )
 
-    def _create_worker(self, name: str, worker: SwarmNode, manager: SwarmNode) -> RemoteScript:
+    def _create_worker(self, name: str, worker: RemoteHost, manager: RemoteHost) -> RemoteScript:
         join = RemoteScript(
             f"{name}-{worker.name}-join",
             label=f"{worker.name}: swarm join",

@@ -27,18 +27,28 @@ STACK = "dev"
 
 
 class Stack:
-    """The dev stack's configuration, in a file of this test run's (the checkout's stays as is)."""
+    """The dev stack, in a copy of the project made for this run: Pulumi writes the stack's
+    secrets salt into its config file, and the checkout's Pulumi.dev.yaml stays as it is."""
 
-    def __init__(self, cli: PulumiCli, config_file: Path) -> None:
+    def __init__(self, cli: PulumiCli) -> None:
         self.cli = cli
-        self.config_file = config_file
 
     def pulumi(self, *args: str, check: bool = True) -> str:
-        result = self.cli.run(*args, "--stack", STACK, "--config-file", str(self.config_file), check=check)
-        return result.stdout
+        return self.cli.run(*args, "--stack", STACK, check=check).stdout
 
     def outputs(self) -> dict[str, object]:
         return self.cli.outputs(STACK)
+
+
+def project_copy(work: Path) -> Path:
+    """The project's files, with the code, assets, venv and lab files linked, not copied."""
+    project = work / "project"
+    project.mkdir()
+    for name in ("Pulumi.yaml", "Pulumi.dev.yaml", "__main__.py"):
+        shutil.copy(REPO / name, project / name)
+    for name in ("components", "assets", ".venv", ".lab"):
+        (project / name).symlink_to(REPO / name)
+    return project
 
 
 @pytest.fixture(scope="module")
@@ -46,13 +56,10 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     ensure_toolchain()
     lab_up(len(HOSTS))
     work = tmp_path_factory.mktemp("program-e2e")
-    config_file = work / "Pulumi.dev.yaml"
-    shutil.copy(REPO / "Pulumi.dev.yaml", config_file)
-    cli = PulumiCli(project_dir=REPO, state_dir=work / "state")
-    # The salt of the secrets provider goes to this run's config file, not the checkout's.
-    cli.run("stack", "init", STACK, "--config-file", str(config_file))
-    yield Stack(cli, config_file)
-    cli.run("destroy", "--yes", "--stack", STACK, "--config-file", str(config_file), check=False)
+    cli = PulumiCli(project_dir=project_copy(work), state_dir=work / "state")
+    cli.run("stack", "init", STACK)
+    yield Stack(cli)
+    cli.run("destroy", "--yes", "--stack", STACK, check=False)
 
 
 def training_log() -> str:
