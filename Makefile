@@ -7,7 +7,7 @@ STACK ?= dev
 # Every pulumi call runs with the project's toolchain and local state backend.
 PULUMI := source toolchain/env.sh && pulumi
 
-.PHONY: help venv engine toolchain lab-up lab-down lab-status demo demo-down test test-unit test-e2e test-faults check
+.PHONY: help venv dev-tools engine toolchain lab-up lab-down lab-status demo demo-down test test-unit test-e2e test-faults check
 
 help:
 	@echo "make demo        start the 2-host simulated lab and run 'pulumi up' on the dev stack"
@@ -26,6 +26,10 @@ venv: .venv/.installed
 
 engine:
 	bash lab/engine.sh
+
+# Linters the tests run besides ruff and mypy (from the venv).
+dev-tools:
+	command -v shellcheck >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq shellcheck >/dev/null)
 
 toolchain: venv
 	bash toolchain/install.sh
@@ -60,7 +64,7 @@ check: venv
 test-unit: venv
 	$(PY) -m pytest -m "not e2e"
 
-test: venv engine toolchain
+test: venv dev-tools engine toolchain
 	$(PY) -m pytest
 
 test-faults: venv engine toolchain

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Source this file to use the project's Pulumi toolchain and local state backend:
 #   source toolchain/env.sh
 # (run `make toolchain` once first).

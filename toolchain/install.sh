@@ -11,7 +11,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(dirname "$here")
-# shellcheck source=versions.env
+# shellcheck source=toolchain/versions.env disable=SC1091
 source "$here/versions.env"
 
 pulumi_home="$repo/.pulumi-home"
@@ -95,7 +95,9 @@ main() {
     return
   fi
   command -v go >/dev/null || { log "Go is needed to build the toolchain (none on PATH)"; exit 1; }
-  local cache="${DSLAB_CACHE:-$HOME/.cache/dslab}/toolchain/$(cache_key)"
+  local cache key
+  key=$(cache_key)
+  cache="${DSLAB_CACHE:-$HOME/.cache/dslab}/toolchain/$key"
   if [[ -f "$cache/.complete" ]]; then
     log "reusing $cache"
   else
