@@ -1,7 +1,7 @@
 """RemoteScript: a resource that runs one of our `assets/` scripts on a host over SSH.
 
 It plays the part of `pulumi_command.remote.Command` (whose provider binary cannot be
-built from what our module proxy serves, see toolchain/README.md), with two additions
+built from what our module proxy serves, see README.md), with two additions
 the lab needs: a `read` script, so `pulumi refresh` sees what really exists on the host,
 and script progress streamed to the Pulumi CLI while it runs.
 
@@ -252,7 +252,7 @@ def host_identity(connection: dict[str, Any] | None) -> tuple[Any, ...] | None:
     """Host, port and user: state gives numbers back as floats, so the port is an int here."""
     if connection is None:
         return None
-    return (connection.get("host"), int(connection.get("port") or 0), connection.get("user"))
+    return tuple(int(connection[key]) if key == "port" else connection.get(key) for key in CONNECTION_IDENTITY)
 
 
 class RemoteScriptProvider(ResourceProvider):

@@ -111,6 +111,8 @@ main() {
     rm -rf "$cache"
     mv "$staging" "$cache"
     log "built in $((SECONDS - started)) s into $cache"
+    # Builds for other pins are ~200 MB each and quick to redo from Go's own caches.
+    find "$(dirname "$cache")" -mindepth 1 -maxdepth 1 -type d ! -path "$cache" -exec rm -rf {} +
   fi
   link_toolchain "$cache"
   log "$("$cache/pulumi" version) ready; run: source toolchain/env.sh"

@@ -70,8 +70,12 @@ def losses(log: str) -> list[float]:
     return [float(value) for value in re.findall(r"dslab: step=\d+ loss=([0-9.eE+-]+)", log)]
 
 
+LOGS: dict[str, str] = {}
+"""What `pulumi up` printed, for the secrets check."""
+
+
 def test_up_from_nothing_builds_the_cluster_and_trains_across_both_containers(stack: Stack) -> None:
-    stack.pulumi("up", "--yes")
+    LOGS["up"] = stack.pulumi("up", "--yes")
     outputs = stack.outputs()
 
     nodes = on_host("server1", "docker", "node", "ls", "--format", "{{.Hostname}} {{.Status}}").split("\n")
@@ -101,6 +105,21 @@ def test_up_from_nothing_builds_the_cluster_and_trains_across_both_containers(st
 
 def test_a_second_preview_shows_no_changes(stack: Stack) -> None:
     stack.pulumi("preview", "--expect-no-changes")
+
+
+def test_a_refresh_finds_the_hosts_as_the_stack_says(stack: Stack) -> None:
+    stack.pulumi("refresh", "--yes", "--expect-no-changes")
+
+
+def test_the_join_token_and_private_keys_appear_nowhere_in_plaintext(stack: Stack) -> None:
+    token = on_host("server1", "docker", "swarm", "join-token", "--quiet", "worker").strip()
+    operator_key = (REPO / ".lab" / "operator_ed25519").read_text().strip().splitlines()[1]
+    state = stack.cli.run("stack", "export", "--stack", STACK).stdout
+    outputs = json.dumps(stack.outputs())
+    for where, text in {"the state": state, "the outputs": outputs, "the up log": LOGS["up"]}.items():
+        assert token not in text, f"the join token is not in {where}"
+        assert operator_key not in text, f"the operator's private key is not in {where}"
+        assert "PRIVATE KEY" not in text, f"no private key of any container is in {where}"
 
 
 def test_changing_a_training_argument_reruns_only_training(stack: Stack) -> None:
