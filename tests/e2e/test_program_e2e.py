@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -120,6 +122,53 @@ def test_the_join_token_and_private_keys_appear_nowhere_in_plaintext(stack: Stac
         assert token not in text, f"the join token is not in {where}"
         assert operator_key not in text, f"the operator's private key is not in {where}"
         assert "PRIVATE KEY" not in text, f"no private key of any container is in {where}"
+
+
+def test_a_container_deleted_behind_our_back_is_seen_by_refresh_and_made_again_with_new_keys_trusted(
+    stack: Stack,
+) -> None:
+    on_host("server2", "docker", "rm", "--force", "llm")
+
+    refresh = stack.pulumi("refresh", "--yes")
+    assert "lab-server2-run" in refresh and "deleted" in refresh, "refresh noticed the container is gone"
+    stack.pulumi("up", "--yes")
+
+    container = inspect("server2", "container", "llm")
+    assert container is not None and container["State"]["Running"], "up made the container again"
+    assert container["NetworkSettings"]["Networks"]["test-net"]["IPAddress"] == stack.outputs()["container_ips"]["server2"]  # type: ignore[index]
+    hostname = on_host(
+        "server1", "docker", "exec", "llm",
+        "ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "server2", "hostname",
+    )  # fmt: skip
+    assert hostname.strip() == "server2", "the mesh ran again: the new container's keys are trusted"
+    stack.pulumi("preview", "--expect-no-changes")
+
+
+def test_a_restarted_engine_brings_the_container_back_as_it_was(stack: Stack) -> None:
+    before = inspect("server2", "container", "llm")
+    assert before is not None
+    run_lab("fault", "engine-stop", "server2")
+    run_lab("fault", "engine-start", "server2")
+
+    after = inspect("server2", "container", "llm")
+    assert after is not None and after["Id"] == before["Id"], "the restart policy brought the same container back"
+    assert after["NetworkSettings"]["Networks"]["test-net"]["IPAddress"] == "10.0.3.129", "with the same address"
+    wait_for_sshd("server2")
+    stack.pulumi("refresh", "--yes", "--expect-no-changes")
+
+
+def run_lab(*args: str) -> None:
+    subprocess.run([str(REPO / ".venv" / "bin" / "python"), "-m", "lab", *args], cwd=REPO, check=True)
+
+
+def wait_for_sshd(host: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        # The entrypoint marks ready again on every start, once keys and interface are settled.
+        if on_host(host, "docker", "exec", "llm", "sh", "-c", "test -e /run/dslab/ready && pgrep -x sshd", check=False):
+            return
+        time.sleep(1)
+    raise AssertionError(f"sshd did not come back in {host}'s container within {timeout} s")
 
 
 def test_changing_a_training_argument_reruns_only_training(stack: Stack) -> None:
