@@ -240,6 +240,17 @@ class Host(_Frozen):
             return {**data, "slots": default_slots(gpus)}
         return data
 
+    @model_validator(mode="after")
+    def _slots_fit_the_listed_gpus(self) -> Host:
+        # A count or a list of ids says how many GPUs there are; more ranks than that get none.
+        listed = self.gpus if isinstance(self.gpus, int) else len(self.gpus) if isinstance(self.gpus, tuple) else None
+        if listed is not None and self.slots > listed:
+            raise ValueError(
+                f"slots {self.slots} is more than the {listed} GPU(s) in gpus; expected slots <= {listed}, "
+                f"e.g. slots: {listed}"
+            )
+        return self
+
 
 def _check_hosts(hosts: tuple[Host, ...]) -> tuple[Host, ...]:
     """Cross-host rules: names and addresses unique, exactly one manager."""
@@ -1218,6 +1229,22 @@ def _load(config: Mapping[str, Any]) -> LabConfig:
     return lab
 
 
+class UniqueKeyLoader(yaml.SafeLoader):
+    """A SafeLoader that refuses a key given twice (plain YAML keeps the last one silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"{key!r} is given twice; keep one (YAML would silently keep the last)",
+                    key_node.start_mark,
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 def load_stack_file(path: str | Path) -> LabConfig:
     """Validate the ``config:`` section of a stack file such as ``Pulumi.dev.yaml``.
 
@@ -1226,7 +1253,7 @@ def load_stack_file(path: str | Path) -> LabConfig:
     """
     path = Path(path)
     try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+        document = yaml.load(path.read_text(encoding="utf-8"), Loader=UniqueKeyLoader)  # noqa: S506 - a SafeLoader
     except OSError as error:
         raise LabConfigError([f"{path}: cannot be read ({error.strerror})"]) from None
     except yaml.YAMLError as error:

@@ -87,11 +87,24 @@ def host_name(value: str) -> str:
 
 
 def ipv4_address(value: Any) -> str:
-    """A dotted-quad IPv4 address, kept as its canonical string."""
+    """A dotted-quad IPv4 address a machine can have, kept as its canonical string."""
     try:
-        return str(ipaddress.IPv4Address(str(value).strip()))
+        address = ipaddress.IPv4Address(str(value).strip())
     except ValueError:
         raise ValueError("is not an IPv4 address; expected e.g. 10.0.18.2") from None
+    if address.is_unspecified or address.is_loopback or address.is_multicast or address.is_reserved:
+        raise ValueError(
+            "is not an address another machine can reach (unspecified, loopback, multicast or reserved); "
+            "expected e.g. 10.0.18.2"
+        )
+    return str(address)
+
+
+def not_a_boolean(value: Any) -> Any:
+    """YAML's true/false would otherwise count as 1/0 where a number is expected."""
+    if isinstance(value, bool):
+        raise ValueError("is a boolean; expected a number, e.g. 22")
+    return value
 
 
 def ipv4_network(value: Any) -> str:
@@ -462,8 +475,8 @@ GpuRequestValue = Literal["all", "none"] | int | tuple[str, ...]
 HostName = Annotated[str, AfterValidator(host_name)]
 IPv4Str = Annotated[str, BeforeValidator(ipv4_address)]
 IPv4NetworkStr = Annotated[str, BeforeValidator(ipv4_network)]
-Port = Annotated[int, AfterValidator(port)]
-Slots = Annotated[int, AfterValidator(slots)]
+Port = Annotated[int, BeforeValidator(not_a_boolean), AfterValidator(port)]
+Slots = Annotated[int, BeforeValidator(not_a_boolean), AfterValidator(slots)]
 PositiveInt = Annotated[int, AfterValidator(positive_int)]
 Mtu = Annotated[int, AfterValidator(mtu)]
 AbsolutePath = Annotated[str, AfterValidator(absolute_path)]
