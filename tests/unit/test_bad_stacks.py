@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import io
 import re
-import subprocess
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +25,7 @@ import pytest
 import yaml
 
 from components.validate import main
+from tests.support.validate_cli import run_validate
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS_DIR = Path(__file__).resolve().parent / "bad_stacks"
@@ -83,15 +82,6 @@ def validate(path: Path) -> tuple[int, str]:
     return status, out.getvalue()
 
 
-def run_validate(path: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "components.validate", str(path)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
 
 
 def names_key(output: str, key: str) -> bool:

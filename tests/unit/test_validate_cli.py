@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator, Mapping
 from typing import Any
 from pathlib import Path
@@ -14,19 +12,11 @@ import yaml
 from pydantic import SecretStr
 
 from components.config import LabConfigError, load_pulumi_config, load_stack_file
+from tests.support.validate_cli import run_validate
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def run_validate(path: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "components.validate", str(path)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
 
 
 def write_stack(tmp_path: Path, config: Mapping[str, Any]) -> Path:
