@@ -6,8 +6,10 @@ import pulumi
 
 from components.config import load_pulumi_config
 from components.lab import Lab
+from components.local_files import require_local_files
 
 config = load_pulumi_config()
+require_local_files(config, Path.cwd())  # before any host is touched
 lab = Lab(
     "lab",
     config,

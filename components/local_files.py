@@ -1,0 +1,45 @@
+"""The operator's files a stack names (key, known_hosts, CA bundle, wheelhouse) must exist
+before `pulumi up` touches any host; `validate` can run before they do (e.g. before `make lab-up`)."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from components.config import LabConfig, LabConfigError, format_path
+
+
+def missing_local_files(config: LabConfig, project_dir: Path) -> list[str]:
+    """One message per named file that is missing or unusable, naming its key."""
+
+    def resolve(path: str) -> Path:
+        candidate = Path(path).expanduser()
+        return candidate if candidate.is_absolute() else project_dir / candidate
+
+    problems: list[str] = []
+    files = {
+        ("operator", "private_key_path"): config.operator.private_key_path,
+        ("operator", "known_hosts_path"): config.operator.known_hosts_path,
+        ("image", "ca_bundle_path"): config.image.ca_bundle_path,
+    }
+    for loc, path in files.items():
+        if path is not None and not resolve(path).is_file():
+            problems.append(f"{format_path(loc)}: {path!r} is not a file; create it or fix the path")
+    wheelhouse = config.image.wheelhouse_path
+    if wheelhouse is not None and not resolve(wheelhouse).is_dir():
+        problems.append(f"{format_path(('image', 'wheelhouse_path'))}: {wheelhouse!r} is not a directory")
+    key = config.operator.private_key_path
+    if key is not None and resolve(key).is_file() and stat.S_IMODE(os.stat(resolve(key)).st_mode) & 0o077:
+        problems.append(
+            f"{format_path(('operator', 'private_key_path'))}: {key!r} is readable by others; "
+            f"ssh refuses such keys: chmod 600 {key}"
+        )
+    return problems
+
+
+def require_local_files(config: LabConfig, project_dir: Path) -> None:
+    """Raises LabConfigError listing every missing file."""
+    problems = missing_local_files(config, project_dir)
+    if problems:
+        raise LabConfigError(problems)
