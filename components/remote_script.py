@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import IO, Any
 
 import pulumi
-from components.paths import ASSETS_DIR
 from pulumi.dynamic import (
     CreateResult,
     DiffResult,
@@ -41,6 +40,8 @@ from pulumi.dynamic import (
     ResourceProvider,
     UpdateResult,
 )
+
+ASSETS_DIR = Path(__file__).resolve().parent.parent / "assets"
 
 READ_GONE_EXIT = 3
 READ_DRIFTED_EXIT = 4
