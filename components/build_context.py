@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from components.config import ImageConfig
+from components.paths import ASSETS_DIR, project_path
 
-ASSETS_DIR = Path(__file__).resolve().parent.parent / "assets"
 SYSTEM_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 
 
@@ -26,19 +26,14 @@ def context_entries(image: ImageConfig, project_dir: Path) -> dict[str, dict[str
         entries[f"dslab/{path.name}"] = {"path": str(path)}
     entries["dslab/train_tiny.py"] = {"path": str(ASSETS_DIR / "train_tiny.py")}
     if image.ca_bundle_path:
-        entries["ca-bundle.crt"] = {"path": str(resolve(image.ca_bundle_path, project_dir))}
+        entries["ca-bundle.crt"] = {"path": str(project_path(image.ca_bundle_path, project_dir))}
     else:
         entries["ca-bundle.crt"] = {"content": ""}
     if image.wheelhouse_path:
-        entries["wheelhouse"] = {"path": str(resolve(image.wheelhouse_path, project_dir))}
+        entries["wheelhouse"] = {"path": str(project_path(image.wheelhouse_path, project_dir))}
     else:
         entries["wheelhouse/.keep"] = {"content": ""}
     return entries
-
-
-def resolve(path: str, project_dir: Path) -> Path:
-    candidate = Path(path).expanduser()
-    return candidate if candidate.is_absolute() else project_dir / candidate
 
 
 def build_args(image: ImageConfig) -> dict[str, str]:

@@ -53,7 +53,6 @@ class Lab(pulumi.ComponentResource):
         super().__init__(component_type("Lab"), name, None, opts)
         self.config = config
         self.hosts: dict[str, RemoteHost] = {host.name: remote_host(host, config.operator) for host in config.hosts}
-        self.connections = {name: host.connection for name, host in self.hosts.items()}
         self.plan = config.address_plan()
         self.swarm = self._create_swarm(name)
         self.network = self._create_network(name)
@@ -79,7 +78,7 @@ class Lab(pulumi.ComponentResource):
         return OverlayNetwork(
             f"{name}-network",
             OverlayNetworkArgs(
-                manager_connection=self.connections[self.config.manager.name],
+                manager_connection=self.hosts[self.config.manager.name].connection,
                 manager_name=self.config.manager.name,
                 network_name=network.name,
                 subnet=network.subnet,
@@ -116,7 +115,7 @@ class Lab(pulumi.ComponentResource):
             f"{name}-{host_name}",
             NodeContainerArgs(
                 host_name=host_name,
-                connection=self.connections[host_name],
+                connection=self.hosts[host_name].connection,
                 container_name=self.config.container.name,
                 network_name=self.config.network.name,
                 address=self.plan.address_of(host_name),
@@ -133,7 +132,7 @@ class Lab(pulumi.ComponentResource):
                 members=tuple(
                     MeshMember(
                         host_name=host.name,
-                        connection=self.connections[host.name],
+                        connection=self.hosts[host.name].connection,
                         container_name=self.config.container.name,
                         container_id=self.containers[host.name].container_id,
                         address=self.plan.address_of(host.name),

@@ -8,14 +8,14 @@ import stat
 from pathlib import Path
 
 from components.config import LabConfig, LabConfigError, format_path
+from components.paths import project_path
 
 
 def missing_local_files(config: LabConfig, project_dir: Path) -> list[str]:
     """One message per named file that is missing or unusable, naming its key."""
 
     def resolve(path: str) -> Path:
-        candidate = Path(path).expanduser()
-        return candidate if candidate.is_absolute() else project_dir / candidate
+        return project_path(path, project_dir)
 
     problems: list[str] = []
     files = {

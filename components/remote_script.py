@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import pulumi
+from components.paths import ASSETS_DIR
 from pulumi.dynamic import (
     CreateResult,
     DiffResult,
@@ -40,8 +41,6 @@ from pulumi.dynamic import (
     ResourceProvider,
     UpdateResult,
 )
-
-ASSETS_DIR = Path(__file__).resolve().parent.parent / "assets"
 
 READ_GONE_EXIT = 3
 READ_DRIFTED_EXIT = 4

@@ -14,7 +14,8 @@ from typing import Any, Literal
 
 import pytest
 
-from components.build_context import ASSETS_DIR, build_args, context_entries, context_hash
+from components.build_context import build_args, context_entries, context_hash
+from components.paths import ASSETS_DIR
 from components.config import ImageConfig
 from components.remote_script import archive_bytes
 

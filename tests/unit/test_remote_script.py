@@ -16,8 +16,8 @@ import pytest
 
 from pulumi.dynamic import CreateResult, ReadResult, UpdateResult
 
+from components.paths import ASSETS_DIR
 from components.remote_script import (
-    ASSETS_DIR,
     REPLACING_INPUTS,
     RemoteScriptError,
     RemoteScriptProvider,
