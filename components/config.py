@@ -70,6 +70,7 @@ from components.types import (
     PipRequirement,
     Port,
     PythonVersion,
+    Seconds,
     Secret,
     Size,
     Slots,
@@ -721,6 +722,14 @@ class TrainingConfig(_Frozen):
     deepspeed: DeepSpeedSettings = Field(default_factory=DeepSpeedSettings)
     master_port: Port = Field(
         default=29500, description="Rendezvous port. Default 29500."
+    )
+    stall_timeout: Seconds = Field(
+        default=1800,
+        description=(
+            "Stop the run (and fail pulumi up in wait mode) when its log stays silent this "
+            "many seconds; 0 never. A node pdsh loses stops it at once. Default 1800."
+        ),
+        examples=[600],
     )
     socket_ifname: InterfaceName | None = Field(
         default=None,

@@ -28,6 +28,8 @@ class DeepSpeedLaunchArgs:
     deepspeed_env: pulumi.Input[str]
     """.deepspeed_env text; it names the overlay interface, known once the container runs."""
     wait: bool
+    stall_timeout: int
+    """Seconds of a silent log after which the run is stopped; 0 never."""
     mesh: list[pulumi.CustomResource]
     """A new SSH mesh (replaced containers) runs training again."""
 
@@ -72,7 +74,14 @@ class DeepSpeedLaunch(pulumi.ComponentResource):
             label=f"{args.manager.name}: deepspeed",
             connection=args.manager.connection,
             create=script_call(
-                "host/deepspeed-launch.sh", args.container_name, args.workdir, RUN_DIR, mode, "--", *args.argv
+                "host/deepspeed-launch.sh",
+                args.container_name,
+                args.workdir,
+                RUN_DIR,
+                mode,
+                str(args.stall_timeout),
+                "--",
+                *args.argv,
             ),
             stdin_archive={"root/.deepspeed_env": {"content": args.deepspeed_env}},
             delete=script_call("host/deepspeed-stop.sh", args.container_name),

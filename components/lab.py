@@ -166,6 +166,7 @@ class Lab(pulumi.ComponentResource):
                 ds_config=render_ds_config(config.training.deepspeed),
                 deepspeed_env=deepspeed_env,
                 wait=config.training.wait,
+                stall_timeout=config.training.stall_timeout,
                 mesh=list(self.mesh.trusts),
             ),
             pulumi.ResourceOptions(parent=self),

@@ -147,6 +147,13 @@ def positive_int(value: int) -> int:
     return value
 
 
+def seconds(value: int) -> int:
+    """A duration in whole seconds; 0 turns the thing it bounds off."""
+    if value < 0:
+        raise ValueError("must be 0 or more seconds; expected e.g. 600")
+    return value
+
+
 def mtu(value: int) -> int:
     """An Ethernet MTU for the overlay (VXLAN adds 50 bytes, so it is below the hosts')."""
     if not 576 <= value <= 9000:
@@ -479,6 +486,7 @@ Port = Annotated[int, BeforeValidator(not_a_boolean), AfterValidator(port)]
 Slots = Annotated[int, BeforeValidator(not_a_boolean), AfterValidator(slots)]
 PositiveInt = Annotated[int, AfterValidator(positive_int)]
 Mtu = Annotated[int, AfterValidator(mtu)]
+Seconds = Annotated[int, BeforeValidator(not_a_boolean), AfterValidator(seconds)]
 AbsolutePath = Annotated[str, AfterValidator(absolute_path)]
 EnvName = Annotated[str, AfterValidator(env_name)]
 EnvValue = Annotated[str, AfterValidator(env_value)]

@@ -7,6 +7,7 @@
 #     friends and NCCL/GLOO_SOCKET_IFNAME (SetEnv), which non-login ssh shells lack;
 #  3. the interface holding the overlay subnet DSLAB_OVERLAY_SUBNET, written to
 #     /run/dslab/socket_ifname and exported for login shells in /etc/profile.d/dslab.sh;
+#     its ssh client gives up on a silent node after ~30 s and uses the same port;
 #  4. /run/dslab/ready, then sshd in the foreground as PID 1: `docker logs` shows its log,
 #     and the container stops when sshd dies (its restart policy brings it back).
 #
@@ -116,6 +117,22 @@ if [ -f /etc/pam.d/sshd ]; then
   sed -i 's/^session\s\+required\s\+pam_loginuid\.so/session optional pam_loginuid.so/' /etc/pam.d/sshd
 fi
 /usr/sbin/sshd -t
+
+# The ssh client (pdsh's, the watchdog's): a node that stops answering ends its session
+# within ~30 s instead of TCP's hours, so a cut network fails the run instead of hanging it.
+mkdir -p /etc/ssh/ssh_config.d
+cat > /etc/ssh/ssh_config.d/00-dslab.conf <<CONF
+# Written by /opt/dslab/entrypoint.sh at every container start.
+Host *
+    Port $port
+    BatchMode yes
+    ConnectTimeout 10
+    ServerAliveInterval 5
+    ServerAliveCountMax 6
+CONF
+if ! grep -q '^Include /etc/ssh/ssh_config.d/\*.conf' /etc/ssh/ssh_config; then
+  sed -i '1i Include /etc/ssh/ssh_config.d/*.conf' /etc/ssh/ssh_config
+fi
 
 # Login shells (interactive ssh) get the same variables. Ranks started by pdsh also read
 # the launcher's .deepspeed_env, which wins over both.

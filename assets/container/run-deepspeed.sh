@@ -1,46 +1,60 @@
 #!/usr/bin/env bash
 # Run a training command (normally `deepspeed --hostfile ...`) in the manager container,
-# keeping a log and a status file. Started with `docker exec`.
+# keeping a log and a status file, and stopping it when it can no longer finish. Started
+# with `docker exec`.
 #
-# usage: run-deepspeed.sh --workdir DIR --log FILE --status FILE [--background] -- ARGV...
+# usage: run-deepspeed.sh --workdir DIR --log FILE --status FILE [--hostfile FILE]
+#                         [--stall-timeout S] [--background] -- ARGV...
 #
-#   --workdir DIR   the command's working directory; DeepSpeed's launcher reads
-#                   DIR/.deepspeed_env (and ~/.deepspeed_env) and pdsh starts every rank
-#                   in the same path on its host, so DIR must exist in every container
-#   --log FILE      the command's stdout and stderr (truncated at start); in the
-#                   foreground they also go to this script's stdout
-#   --status FILE   one line: "running", then "succeeded" or "failed rc=N"
-#   --background    detach (setsid + nohup) and return at once, once the run holds its
-#                   lock and the status says running; prints "pid=N"
+#   --workdir DIR        the command's working directory; DeepSpeed's launcher reads
+#                        DIR/.deepspeed_env (and ~/.deepspeed_env) and pdsh starts every rank
+#                        in the same path on its host, so DIR must exist in every container
+#   --log FILE           the command's stdout and stderr (truncated at start); in the
+#                        foreground they also go to this script's stdout
+#   --status FILE        one line: "running", then "succeeded" or "failed ..."
+#   --hostfile FILE      the run's nodes: ranks an earlier run left behind on them are
+#                        stopped first, and a stopped run names the nodes it cannot reach
+#   --stall-timeout S    stop the run when its log stays silent for S seconds (0: never,
+#                        the default)
+#   --background         detach (setsid + nohup) and return at once, once the run holds its
+#                        lock and the status says running; prints "pid=N"
 #
-# Relative --log/--status paths are taken from --workdir. Exit status: the command's in
-# the foreground; 0 once started in the background; 64 for bad usage; 75 when another run
-# with the same status file is still going (a flock on STATUS.lock tells).
+# The run is also stopped as soon as pdsh loses a node (ssh exit 255): the other ranks
+# would wait for it in their next collective for as long as the backend's timeout.
+#
+# Relative --log/--status/--hostfile paths are taken from --workdir. Exit status: the
+# command's in the foreground; 0 once started in the background; 64 for bad usage; 75 when
+# another run with the same status file is still going (a flock on STATUS.lock tells);
+# 124 when the run was stopped because a node was lost or the log stalled.
 set -euo pipefail
 
 usage() {
-  echo "usage: run-deepspeed.sh --workdir DIR --log FILE --status FILE [--background] -- ARGV..." >&2
+  echo "usage: run-deepspeed.sh --workdir DIR --log FILE --status FILE [--hostfile FILE] [--stall-timeout S] [--background] -- ARGV..." >&2
   exit 64
 }
 
-workdir="" log="" status="" background=0
+workdir="" log="" status="" hostfile="" stall_timeout=0 background=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --workdir) [ $# -ge 2 ] || usage; workdir="$2"; shift 2 ;;
     --log) [ $# -ge 2 ] || usage; log="$2"; shift 2 ;;
     --status) [ $# -ge 2 ] || usage; status="$2"; shift 2 ;;
+    --hostfile) [ $# -ge 2 ] || usage; hostfile="$2"; shift 2 ;;
+    --stall-timeout) [ $# -ge 2 ] || usage; stall_timeout="$2"; shift 2 ;;
     --background) background=1; shift ;;
     --) shift; break ;;
     *) echo "run-deepspeed.sh: unknown option '$1'" >&2; usage ;;
   esac
 done
 if [ -z "$workdir" ] || [ -z "$log" ] || [ -z "$status" ] || [ $# -eq 0 ]; then usage; fi
+case "$stall_timeout" in ''|*[!0-9]*) echo "run-deepspeed.sh: --stall-timeout takes whole seconds, got '$stall_timeout'" >&2; usage ;; esac
 [ -d "$workdir" ] || { echo "run-deepspeed.sh: --workdir '$workdir' is not a directory" >&2; exit 64; }
 
 cd "$workdir"
 workdir="$(pwd -P)"
 case "$log" in /*) ;; *) log="$workdir/$log" ;; esac
 case "$status" in /*) ;; *) status="$workdir/$status" ;; esac
+case "$hostfile" in ''|/*) ;; *) hostfile="$workdir/$hostfile" ;; esac
 mkdir -p "$(dirname "$log")" "$(dirname "$status")"
 lock="$status.lock"
 
@@ -54,7 +68,8 @@ if [ "$background" = 1 ]; then
   flock -n 9 || { echo "run-deepspeed.sh: another run holds $lock ($(cat "$status" 2>/dev/null))" >&2; exit 75; }
   exec 9>&-
   rm -f "$status"
-  setsid nohup "$0" --workdir "$workdir" --log "$log" --status "$status" -- "$@" \
+  setsid nohup "$0" --workdir "$workdir" --log "$log" --status "$status" \
+    ${hostfile:+--hostfile "$hostfile"} --stall-timeout "$stall_timeout" -- "$@" \
     </dev/null >/dev/null 2>&1 &
   child=$!
   for _ in $(seq 1 100); do
@@ -74,12 +89,82 @@ flock -n 9 || { echo "run-deepspeed.sh: another run holds $lock ($(cat "$status"
 
 write_status() { echo "$1" > "$status.tmp" && mv "$status.tmp" "$status"; }
 
+# The hostfile's node names, one per line.
+nodes() {
+  [ -n "$hostfile" ] && [ -f "$hostfile" ] || return 0
+  awk '!/^[[:space:]]*(#|$)/ {print $1}' "$hostfile"
+}
+
+# On every node (in parallel): stop DeepSpeed launchers and ranks still running. The
+# bracketed patterns keep pkill from matching the shell that runs it.
+stop_ranks_everywhere() {
+  local node
+  for node in $(nodes); do
+    ssh "$node" "pkill -TERM -f 'deepspeed[.]launcher[.]launch'; pkill -TERM -f -- '[-]-local_rank'; true" \
+      </dev/null >/dev/null 2>&1 &
+  done
+  wait
+}
+
+# The nodes that do not answer ssh now, space separated.
+unreachable_nodes() {
+  local node down=""
+  for node in $(nodes); do
+    ssh -o ConnectTimeout=5 "$node" true </dev/null >/dev/null 2>&1 || down+="$node "
+  done
+  echo "${down% }"
+}
+
+# Nodes pdsh lost: "pdsh@manager: server2: ssh exited with exit code 255".
+lost_nodes() {
+  { grep -a 'ssh exited with exit code 255' "$log" || true; } | awk -F': ' '{print $2}' | sort -u | tr '\n' ' ' | sed 's/ $//'
+}
+
 : > "$log"
+stop_ranks_everywhere
 write_status running
+# Its own process group, so that a stopped run takes pdsh and the local ranks with it.
 # The command must not inherit the lock: a rank left behind would keep it held.
+setsid "$@" 9>&- >>"$log" 2>&1 </dev/null &
+run_pid=$!
+tail -n +1 -f --pid "$run_pid" "$log" 2>/dev/null &
+tail_pid=$!
+
+reason="" last_size=-1 quiet_since=$SECONDS
+while kill -0 "$run_pid" 2>/dev/null; do
+  sleep 1
+  lost=$(lost_nodes)
+  if [ -n "$lost" ]; then
+    reason="lost contact with $lost (pdsh: ssh exited with exit code 255)"
+    break
+  fi
+  size=$(stat -c %s "$log")
+  if [ "$size" != "$last_size" ]; then
+    last_size=$size quiet_since=$SECONDS
+  elif [ "$stall_timeout" -gt 0 ] && [ $((SECONDS - quiet_since)) -ge "$stall_timeout" ]; then
+    reason="no output for ${stall_timeout}s"
+    break
+  fi
+done
+
+if [ -n "$reason" ]; then
+  kill -TERM -- "-$run_pid" 2>/dev/null || true
+  for _ in $(seq 1 10); do kill -0 "$run_pid" 2>/dev/null || break; sleep 1; done
+  kill -KILL -- "-$run_pid" 2>/dev/null || true
+  wait "$run_pid" 2>/dev/null || true
+  wait "$tail_pid" 2>/dev/null || true
+  down=$(unreachable_nodes)
+  stop_ranks_everywhere
+  message="stopped the run: $reason${down:+; not answering ssh from $(hostname): $down}"
+  echo "run-deepspeed.sh: $message" | tee -a "$log" >&2
+  write_status "failed: $message"
+  exit 124
+fi
+
 set +e
-"$@" 9>&- 2>&1 | tee -a "$log"
-rc=${PIPESTATUS[0]}
+wait "$run_pid"
+rc=$?
 set -e
+wait "$tail_pid" 2>/dev/null || true
 if [ "$rc" -eq 0 ]; then write_status succeeded; else write_status "failed rc=$rc"; fi
 exit "$rc"

@@ -210,6 +210,51 @@ def test_a_second_run_is_refused_while_the_first_holds_the_lock(workdir: Path) -
     assert (workdir / "status").read_text() == "running\n", "the refused run must not touch the status"
 
 
+def watched_run(workdir: Path, *options: str, command: str) -> tuple[subprocess.CompletedProcess[str], float]:
+    started = time.monotonic()
+    result = run(
+        RUN_DEEPSPEED, "--workdir", workdir, "--log", "train.log", "--status", "status", *options,
+        "--", "sh", "-c", command,
+        timeout=60,
+    )  # fmt: skip
+    return result, time.monotonic() - started
+
+
+def test_a_silent_run_is_stopped_after_the_stall_timeout_with_its_children(workdir: Path) -> None:
+    marker = workdir / "child-alive"
+    # A child that would touch the marker long after the stall: it must die with the run.
+    result, took = watched_run(
+        workdir, "--stall-timeout", "2",
+        command=f"echo dslab: step=1; (sleep 6; touch {marker}) & sleep 60",
+    )  # fmt: skip
+    assert result.returncode == 124, result.stderr
+    assert took < 15, f"stopped within the timeout plus the grace period, not after {took:.0f} s"
+    assert "stopped the run: no output for 2s" in result.stderr
+    assert (workdir / "status").read_text().startswith("failed: stopped the run: no output for 2s")
+    assert "dslab: step=1" in (workdir / "train.log").read_text()
+    time.sleep(6)
+    assert not marker.exists(), "the run's whole process group was stopped"
+
+
+def test_a_node_lost_by_pdsh_stops_the_run_at_once_naming_the_node(workdir: Path) -> None:
+    # An unresolvable name stands in for a node that does not answer.
+    (workdir / "hostfile").write_text("server2.invalid slots=1\n")
+    result, took = watched_run(
+        workdir, "--hostfile", "hostfile",
+        command="echo 'pdsh@server1: server2.invalid: ssh exited with exit code 255'; sleep 60",
+    )  # fmt: skip
+    assert result.returncode == 124, result.stderr
+    assert took < 20, f"stopped at once, not after {took:.0f} s"
+    assert "lost contact with server2.invalid" in result.stderr
+    assert "not answering ssh" in result.stderr and "server2.invalid" in result.stderr.rsplit(":", 1)[-1]
+
+
+def test_a_bad_stall_timeout_is_bad_usage(workdir: Path) -> None:
+    result, _ = watched_run(workdir, "--stall-timeout", "soon", command="true")
+    assert result.returncode == 64
+    assert "--stall-timeout takes whole seconds, got 'soon'" in result.stderr
+
+
 @pytest.mark.parametrize(
     "argv",
     [
