@@ -22,6 +22,8 @@ class TrainingImageArgs:
     """Build context entries, see components.build_context."""
     build_args: dict[str, str]
     distribution: Literal["every-host", "build-once"]
+    after: tuple[pulumi.Resource, ...] = ()
+    """What must exist before any host is touched (the host claims)."""
 
 
 class TrainingImage(pulumi.ComponentResource):
@@ -43,7 +45,7 @@ class TrainingImage(pulumi.ComponentResource):
             if args.distribution == "every-host":
                 self.per_host[host.name] = self._build(name, host, args)
             else:
-                self.per_host[host.name] = self._ship(name, builder, host, args.tag)
+                self.per_host[host.name] = self._ship(name, builder, host, args)
         self.image_ids = pulumi.Output.all(
             **{host: image.result.apply(lambda result: str(result["image_id"])) for host, image in self.per_host.items()}
         )
@@ -59,10 +61,11 @@ class TrainingImage(pulumi.ComponentResource):
             stdin_archive=args.context,
             read=script_call("host/image-read.sh", args.tag),
             delete=script_call("host/image-remove.sh", args.tag),
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.after)),
         )
 
-    def _ship(self, name: str, builder: RemoteHost, host: RemoteHost, tag: str) -> RemoteScript:
+    def _ship(self, name: str, builder: RemoteHost, host: RemoteHost, args: TrainingImageArgs) -> RemoteScript:
+        tag = args.tag
         # `docker save` on the builder piped into `docker load` on the host, through this machine.
         return RemoteScript(
             f"{name}-{host.name}-ship",
@@ -72,5 +75,5 @@ class TrainingImage(pulumi.ComponentResource):
             pipe_from={"connection": builder.connection, "create": script_call("host/image-save.sh", tag)},
             read=script_call("host/image-read.sh", tag),
             delete=script_call("host/image-remove.sh", tag),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.per_host[builder.name]]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.per_host[builder.name], *args.after]),
         )

@@ -1,6 +1,6 @@
 """Lab: the whole cluster, in the order the write-up does it by hand.
 
-swarm (init, joins) -> overlay network -> training image -> one container per host ->
+host claims -> swarm (init, joins) -> overlay network -> training image -> one container per host ->
 SSH mesh -> DeepSpeed launch.
 """
 
@@ -18,6 +18,7 @@ from components.container_spec import SSH_PORT_IN_CONTAINER, docker_run_args
 from components.deepspeed_env import deepspeed_environment, render_deepspeed_env
 from components.deepspeed_launch import RUN_DIR, DeepSpeedLaunch, DeepSpeedLaunchArgs
 from components.ds_config import render_ds_config
+from components.host_claim import HostClaims, HostClaimsArgs
 from components.hostfile import render_hostfile
 from components.image import TrainingImage, TrainingImageArgs
 from components.launch_argv import launch_argv_for
@@ -32,7 +33,7 @@ IMAGE_PATH = "/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/s
 
 
 class Lab(pulumi.ComponentResource):
-    """Creates the Swarm, OverlayNetwork, TrainingImage, one NodeContainer per host, the
+    """Creates the HostClaims, Swarm, OverlayNetwork, TrainingImage, one NodeContainer per host, the
     SshMesh and (when `training.launch`) the DeepSpeedLaunch.
 
     Outputs:
@@ -54,6 +55,14 @@ class Lab(pulumi.ComponentResource):
         self.config = config
         self.hosts: dict[str, RemoteHost] = {host.name: remote_host(host, config.operator) for host in config.hosts}
         self.plan = config.address_plan()
+        self.claims = HostClaims(
+            f"{name}-claim",
+            HostClaimsArgs(
+                hosts=tuple(self.hosts[host.name] for host in config.hosts_manager_first),
+                owner=owner,
+            ),
+            pulumi.ResourceOptions(parent=self),
+        )
         self.swarm = self._create_swarm(name)
         self.network = self._create_network(name)
         self.image = self._create_image(name, project_dir)
@@ -69,6 +78,7 @@ class Lab(pulumi.ComponentResource):
             SwarmArgs(
                 manager=self.hosts[self.config.manager.name],
                 workers=tuple(self.hosts[worker.name] for worker in self.config.workers),
+                after=self.claims.resources,
             ),
             pulumi.ResourceOptions(parent=self),
         )
@@ -78,8 +88,8 @@ class Lab(pulumi.ComponentResource):
         return OverlayNetwork(
             f"{name}-network",
             OverlayNetworkArgs(
-                manager_connection=self.hosts[self.config.manager.name].connection,
-                manager_name=self.config.manager.name,
+                manager=self.hosts[self.config.manager.name],
+                hosts=tuple(self.hosts[host.name] for host in self.config.hosts_manager_first),
                 network_name=network.name,
                 subnet=network.subnet,
                 ip_range=self.plan.ip_range,
@@ -102,6 +112,7 @@ class Lab(pulumi.ComponentResource):
                 context=entries,
                 build_args=arguments,
                 distribution=image.distribution,
+                after=self.claims.resources,
             ),
             pulumi.ResourceOptions(parent=self),
         )

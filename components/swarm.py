@@ -15,6 +15,8 @@ from components.remote_script import RemoteScript, script_call
 class SwarmArgs:
     manager: RemoteHost
     workers: tuple[RemoteHost, ...]
+    after: tuple[pulumi.Resource, ...] = ()
+    """What must exist before any host is touched (the host claims)."""
 
 
 class Swarm(pulumi.ComponentResource):
@@ -32,13 +34,15 @@ class Swarm(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: SwarmArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(component_type("Swarm"), name, None, opts)
-        self.manager = self._create_manager(name, args.manager)
+        self.manager = self._create_manager(name, args.manager, args.after)
         self.join_token = pulumi.Output.secret(self.manager.result.apply(lambda result: str(result["join_token"])))
         self.manager_address = pulumi.Output.from_input(f"{args.manager.address}:2377")
-        self.joins = {worker.name: self._create_worker(name, worker, args.manager) for worker in args.workers}
+        self.joins = {
+            worker.name: self._create_worker(name, worker, args.manager, args.after) for worker in args.workers
+        }
         self.register_outputs({"join_token": self.join_token, "manager_address": self.manager_address})
 
-    def _create_manager(self, name: str, manager: RemoteHost) -> RemoteScript:
+    def _create_manager(self, name: str, manager: RemoteHost, after: tuple[pulumi.Resource, ...]) -> RemoteScript:
         return RemoteScript(
             f"{name}-{manager.name}-init",
             label=f"{manager.name}: swarm init",
@@ -47,10 +51,12 @@ class Swarm(pulumi.ComponentResource):
             read=script_call("host/swarm-read.sh"),
             delete=script_call("host/swarm-leave.sh"),
             # The result holds the join token.
-            opts=pulumi.ResourceOptions(parent=self, additional_secret_outputs=["result"]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(after), additional_secret_outputs=["result"]),
         )
 
-    def _create_worker(self, name: str, worker: RemoteHost, manager: RemoteHost) -> RemoteScript:
+    def _create_worker(
+        self, name: str, worker: RemoteHost, manager: RemoteHost, after: tuple[pulumi.Resource, ...]
+    ) -> RemoteScript:
         join = RemoteScript(
             f"{name}-{worker.name}-join",
             label=f"{worker.name}: swarm join",
@@ -61,7 +67,7 @@ class Swarm(pulumi.ComponentResource):
             stdin=self.join_token,
             # A worker cannot be in two swarms: leave before joining again.
             delete_before_replace=True,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.manager]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.manager, *after]),
         )
         # Made after the join, so destroyed before the worker leaves: the manager
         # forgets the node instead of listing it as "down" forever.

@@ -78,6 +78,7 @@ def test_every_manual_step_of_the_write_up_is_a_resource(mocks: RecordingMocks) 
 
     def check(_: Any) -> None:
         scripts = {r.name: r.inputs["create"]["script"] for r in mocks.resources.values() if r.type == REMOTE_SCRIPT}
+        assert scripts["lab-claim-server1"] == scripts["lab-claim-server2"] == "host/host-claim.sh"
         assert scripts["lab-swarm-server1-init"] == "host/swarm-init.sh"
         assert scripts["lab-swarm-server2-join"] == "host/swarm-join.sh"
         assert scripts["lab-network-test-net"] == "host/network-create.sh"
@@ -98,6 +99,7 @@ def test_components_use_one_type_token_prefix_and_children_have_parents(mocks: R
         components = {r.type for r in mocks.resources.values() if r.type != REMOTE_SCRIPT}
         assert components == {
             "dslab:index:Lab",
+            "dslab:index:HostClaims",
             "dslab:index:Swarm",
             "dslab:index:OverlayNetwork",
             "dslab:index:TrainingImage",
