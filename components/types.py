@@ -103,7 +103,7 @@ def ipv4_address(value: Any) -> str:
 def not_a_boolean(value: Any) -> Any:
     """YAML's true/false would otherwise count as 1/0 where a number is expected."""
     if isinstance(value, bool):
-        raise ValueError("is a boolean; expected a number, e.g. 22")
+        raise ValueError("is a boolean; expected a number")
     return value
 
 

@@ -11,16 +11,13 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import subprocess
-import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from tests.support.lab_hosts import inspect, lab_up, on_host
+from tests.support.lab_hosts import inspect, lab_fault, lab_up, on_host, wait_for_sshd
 from tests.support.pulumi_cli import REPO, PulumiCli, ensure_toolchain
+from tests.support.stack_project import Stack, project_copy
 
 pytestmark = [pytest.mark.e2e, pytest.mark.program]
 
@@ -28,39 +25,14 @@ HOSTS = ("server1", "server2")
 STACK = "dev"
 
 
-class Stack:
-    """The dev stack, in a copy of the project made for this run: Pulumi writes the stack's
-    secrets salt into its config file, and the checkout's Pulumi.dev.yaml stays as it is."""
-
-    def __init__(self, cli: PulumiCli) -> None:
-        self.cli = cli
-
-    def pulumi(self, *args: str, check: bool = True) -> str:
-        return self.cli.run(*args, "--stack", STACK, check=check).stdout
-
-    def outputs(self) -> dict[str, object]:
-        return self.cli.outputs(STACK)
-
-
-def project_copy(work: Path) -> Path:
-    """The project's files, with the code, assets, venv and lab files linked, not copied."""
-    project = work / "project"
-    project.mkdir()
-    for name in ("Pulumi.yaml", "Pulumi.dev.yaml", "__main__.py"):
-        shutil.copy(REPO / name, project / name)
-    for name in ("components", "assets", ".venv", ".lab"):
-        (project / name).symlink_to(REPO / name)
-    return project
-
-
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     ensure_toolchain()
     lab_up(len(HOSTS))
     work = tmp_path_factory.mktemp("program-e2e")
-    cli = PulumiCli(project_dir=project_copy(work), state_dir=work / "state")
+    cli = PulumiCli(project_dir=project_copy(work, (STACK,)), state_dir=work / "state")
     cli.run("stack", "init", STACK)
-    yield Stack(cli)
+    yield Stack(cli, STACK)
     cli.run("destroy", "--yes", "--stack", STACK, check=False)
 
 
@@ -147,28 +119,14 @@ def test_a_container_deleted_behind_our_back_is_seen_by_refresh_and_made_again_w
 def test_a_restarted_engine_brings_the_container_back_as_it_was(stack: Stack) -> None:
     before = inspect("server2", "container", "llm")
     assert before is not None
-    run_lab("fault", "engine-stop", "server2")
-    run_lab("fault", "engine-start", "server2")
+    lab_fault("engine-stop", "server2")
+    lab_fault("engine-start", "server2")
 
     after = inspect("server2", "container", "llm")
     assert after is not None and after["Id"] == before["Id"], "the restart policy brought the same container back"
     assert after["NetworkSettings"]["Networks"]["test-net"]["IPAddress"] == "10.0.3.129", "with the same address"
     wait_for_sshd("server2")
     stack.pulumi("refresh", "--yes", "--expect-no-changes")
-
-
-def run_lab(*args: str) -> None:
-    subprocess.run([str(REPO / ".venv" / "bin" / "python"), "-m", "lab", *args], cwd=REPO, check=True)
-
-
-def wait_for_sshd(host: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        # The entrypoint marks ready again on every start, once keys and interface are settled.
-        if on_host(host, "docker", "exec", "llm", "sh", "-c", "test -e /run/dslab/ready && pgrep -x sshd", check=False):
-            return
-        time.sleep(1)
-    raise AssertionError(f"sshd did not come back in {host}'s container within {timeout} s")
 
 
 def test_changing_a_training_argument_reruns_only_training(stack: Stack) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from typing import Any
 
 from tests.support.pulumi_cli import REPO
@@ -32,3 +33,18 @@ def inspect(host: str, kind: str, name: str) -> dict[str, Any] | None:
     output = on_host(host, "docker", kind, "inspect", name, check=False)
     items = json.loads(output) if output.strip() else []
     return items[0] if items else None
+
+
+def lab_fault(kind: str, host: str) -> None:
+    """`python -m lab fault KIND HOST`: engine-stop/start, network-cut/restore, host-stop/start."""
+    subprocess.run([str(REPO / ".venv" / "bin" / "python"), "-m", "lab", "fault", kind, host], cwd=REPO, check=True)
+
+
+def wait_for_sshd(host: str, container: str = "llm", timeout: float = 60) -> None:
+    """Until the container's entrypoint marked it ready again and its sshd runs."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if on_host(host, "docker", "exec", container, "sh", "-c", "test -e /run/dslab/ready && pgrep -x sshd", check=False):
+            return
+        time.sleep(1)
+    raise AssertionError(f"sshd did not come back in {host}'s container within {timeout} s")

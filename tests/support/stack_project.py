@@ -1,0 +1,53 @@
+"""A stack of the real program, in a copy of the project made for one test module: Pulumi
+writes each stack's secrets salt into its config file, and the checkout's files stay as they are."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from tests.support.pulumi_cli import REPO, PulumiCli
+
+LINKED = ("components", "assets", ".venv", ".lab")
+"""Code, scripts, venv and lab files are linked into the copy, not copied."""
+
+
+def project_copy(work: Path, stacks: tuple[str, ...] = ("dev",)) -> Path:
+    """The project's files; each stack's config starts as a copy of Pulumi.dev.yaml."""
+    project = work / "project"
+    project.mkdir()
+    for name in ("Pulumi.yaml", "__main__.py"):
+        shutil.copy(REPO / name, project / name)
+    for stack in stacks:
+        shutil.copy(REPO / "Pulumi.dev.yaml", project / f"Pulumi.{stack}.yaml")
+    for name in LINKED:
+        (project / name).symlink_to(REPO / name)
+    return project
+
+
+class Stack:
+    """One stack of the project copy, driven through the built CLI."""
+
+    def __init__(self, cli: PulumiCli, name: str) -> None:
+        self.cli = cli
+        self.name = name
+
+    def pulumi(self, *args: str, check: bool = True, timeout: float = 1800) -> str:
+        return self.cli.run(*args, "--stack", self.name, check=check, timeout=timeout).stdout
+
+    def attempt(self, *args: str, timeout: float = 1800) -> tuple[int, str]:
+        """Runs a command expected to fail: its exit code and its stdout and stderr together."""
+        completed = self.cli.run(*args, "--stack", self.name, check=False, timeout=timeout)
+        return completed.returncode, completed.stdout + completed.stderr
+
+    def outputs(self) -> dict[str, object]:
+        return self.cli.outputs(self.name)
+
+    def urn_of(self, resource_name: str) -> str:
+        """The URN of the resource with this name, from the stack's state."""
+        exported = json.loads(self.cli.run("stack", "export", "--stack", self.name).stdout)
+        for resource in exported["deployment"].get("resources") or []:
+            if resource["urn"].rsplit("::", 1)[-1] == resource_name:
+                return str(resource["urn"])
+        raise AssertionError(f"no resource {resource_name} in stack {self.name}")
