@@ -14,6 +14,7 @@ help:
 	@echo "make demo-down   'pulumi destroy' the dev stack and stop the lab"
 	@echo "make test        install everything and run the whole test suite (unit and e2e)"
 	@echo "make test-unit   the fast tests only (no engine needed)"
+	@echo "make test-faults the fault, drift and secrets scenarios on the lab (docs/reliability.md)"
 	@echo "make toolchain   build or reuse the Pulumi CLI, language host and plugins"
 	@echo "make lab-up      start the simulated lab (HOSTS=$(HOSTS)); lab-down, lab-status"
 
