@@ -45,7 +45,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     yield Stack(cli, STACK)
     # Whatever a failed scenario left: hosts powered and connected, then nothing of ours.
     for host in HOSTS:
-        subprocess.run([str(REPO / ".venv/bin/python"), "-m", "lab", "fault", "network-restore", host], check=False)
+        lab_fault("network-restore", host, check=False)
     lab_up(len(HOSTS))
     cli.run("destroy", "--yes", "--stack", STACK, check=False)
     REPORT.parent.mkdir(parents=True, exist_ok=True)

@@ -35,9 +35,9 @@ def inspect(host: str, kind: str, name: str) -> dict[str, Any] | None:
     return items[0] if items else None
 
 
-def lab_fault(kind: str, host: str) -> None:
+def lab_fault(kind: str, host: str, check: bool = True) -> None:
     """`python -m lab fault KIND HOST`: engine-stop/start, network-cut/restore, host-stop/start."""
-    subprocess.run([str(REPO / ".venv" / "bin" / "python"), "-m", "lab", "fault", kind, host], cwd=REPO, check=True)
+    subprocess.run([str(REPO / ".venv" / "bin" / "python"), "-m", "lab", "fault", kind, host], cwd=REPO, check=check)
 
 
 def wait_for_sshd(host: str, container: str = "llm", timeout: float = 60) -> None:
