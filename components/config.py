@@ -419,6 +419,11 @@ CPU_BASE_IMAGE = "local/debian:trixie"
 """Default base image of the cpu variant: the lab's debootstrapped Debian (no registry)."""
 GPU_PYTHON = "3.10"
 """Default Python of the gpu variant, as in the write-up."""
+LLAMAFACTORY_MIN_PYTHON = (3, 11)
+"""LLaMA-Factory 0.9.4 requires Python 3.11 or later."""
+LlamaFactoryRelease = Literal["0.9.4"]
+"""LLaMA-Factory releases the image can install: those with a constraints file in
+``assets/image/llamafactory/`` (every requirement pinned, proven on the cpu image)."""
 
 
 class ImageConfig(_Frozen):
@@ -458,6 +463,15 @@ class ImageConfig(_Frozen):
         default=None,
         description="Local directory of wheels for air-gapped labs (pip --find-links).",
     )
+    llamafactory: LlamaFactoryRelease | None = Field(
+        default=None,
+        description=(
+            "Install this LLaMA-Factory release (pip package llamafactory) and its "
+            "requirements, pinned by assets/image/llamafactory/<release>.txt. Needs "
+            "Python 3.11 or later (gpu: python: \"3.11\"). Default: not installed."
+        ),
+        examples=["0.9.4"],
+    )
     distribution: Literal["every-host", "build-once"] = Field(
         default="every-host",
         description="Build on every host, or build on the manager and copy. Default every-host.",
@@ -478,6 +492,21 @@ class ImageConfig(_Frozen):
             data.setdefault("base_image", CPU_BASE_IMAGE)
             data.setdefault("python", None)
         return data
+
+    @model_validator(mode="after")
+    def _python_fits_llamafactory(self) -> ImageConfig:
+        if self.llamafactory is not None and self.python is not None:
+            version = tuple(int(part) for part in self.python.split(".")[:2])
+            if version < LLAMAFACTORY_MIN_PYTHON:
+                wanted = ".".join(map(str, LLAMAFACTORY_MIN_PYTHON))
+                problems = Problems()
+                problems.add(
+                    ("python",),
+                    f"{self.python!r} is too old for llamafactory {self.llamafactory}, which "
+                    f'needs Python {wanted} or later; set python: "{wanted}"',
+                )
+                problems.raise_if_any()
+        return self
 
 
 # --- container --------------------------------------------------------------------------
