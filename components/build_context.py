@@ -14,6 +14,13 @@ from components.config import ImageConfig
 from components.paths import ASSETS_DIR, project_path
 
 SYSTEM_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
+CONTAINER_PYTHON_SCRIPTS = ("train_tiny.py", "make_tiny_llama.py", "llamafactory_train.py")
+"""Python scripts of ``assets/`` copied to ``/opt/dslab/`` in the image."""
+
+
+def llamafactory_constraints(release: str) -> Path:
+    """The constraints file pinning every requirement of LLaMA-Factory ``release``."""
+    return ASSETS_DIR / "image" / "llamafactory" / f"{release}.txt"
 
 
 def context_entries(image: ImageConfig, project_dir: Path) -> dict[str, dict[str, Any]]:
@@ -24,7 +31,12 @@ def context_entries(image: ImageConfig, project_dir: Path) -> dict[str, dict[str
     }
     for path in sorted((ASSETS_DIR / "container").iterdir()):
         entries[f"dslab/{path.name}"] = {"path": str(path)}
-    entries["dslab/train_tiny.py"] = {"path": str(ASSETS_DIR / "train_tiny.py")}
+    for script in CONTAINER_PYTHON_SCRIPTS:
+        entries[f"dslab/{script}"] = {"path": str(ASSETS_DIR / script)}
+    if image.llamafactory:
+        entries["llamafactory-constraints.txt"] = {"path": str(llamafactory_constraints(image.llamafactory))}
+    else:
+        entries["llamafactory-constraints.txt"] = {"content": ""}
     if image.ca_bundle_path:
         entries["ca-bundle.crt"] = {"path": str(project_path(image.ca_bundle_path, project_dir))}
     else:
@@ -41,6 +53,8 @@ def build_args(image: ImageConfig) -> dict[str, str]:
     args = {"BASE_IMAGE": image.base_image, "APT_PACKAGES": " ".join(image.apt_packages)}
     if image.python:
         args["PYTHON_VERSION"] = image.python
+    if image.llamafactory:
+        args["LLAMAFACTORY_VERSION"] = image.llamafactory
     return args
 
 

@@ -420,6 +420,11 @@ CPU_BASE_IMAGE = "local/debian:trixie"
 """Default base image of the cpu variant: the lab's debootstrapped Debian (no registry)."""
 GPU_PYTHON = "3.10"
 """Default Python of the gpu variant, as in the write-up."""
+LLAMAFACTORY_MIN_PYTHON = (3, 11)
+"""LLaMA-Factory 0.9.4 requires Python 3.11 or later."""
+LlamaFactoryRelease = Literal["0.9.4"]
+"""LLaMA-Factory releases the image can install: those with a constraints file in
+``assets/image/llamafactory/`` (every requirement pinned, proven on the cpu image)."""
 
 
 class ImageConfig(_Frozen):
@@ -459,6 +464,15 @@ class ImageConfig(_Frozen):
         default=None,
         description="Local directory of wheels for air-gapped labs (pip --find-links).",
     )
+    llamafactory: LlamaFactoryRelease | None = Field(
+        default=None,
+        description=(
+            "Install this LLaMA-Factory release (pip package llamafactory) and its "
+            "requirements, pinned by assets/image/llamafactory/<release>.txt. Needs "
+            "Python 3.11 or later (gpu: python: \"3.11\"). Default: not installed."
+        ),
+        examples=["0.9.4"],
+    )
     distribution: Literal["every-host", "build-once"] = Field(
         default="every-host",
         description="Build on every host, or build on the manager and copy. Default every-host.",
@@ -479,6 +493,21 @@ class ImageConfig(_Frozen):
             data.setdefault("base_image", CPU_BASE_IMAGE)
             data.setdefault("python", None)
         return data
+
+    @model_validator(mode="after")
+    def _python_fits_llamafactory(self) -> ImageConfig:
+        if self.llamafactory is not None and self.python is not None:
+            version = tuple(int(part) for part in self.python.split(".")[:2])
+            if version < LLAMAFACTORY_MIN_PYTHON:
+                wanted = ".".join(map(str, LLAMAFACTORY_MIN_PYTHON))
+                problems = Problems()
+                problems.add(
+                    ("python",),
+                    f"{self.python!r} is too old for llamafactory {self.llamafactory}, which "
+                    f'needs Python {wanted} or later; set python: "{wanted}"',
+                )
+                problems.raise_if_any()
+        return self
 
 
 # --- container --------------------------------------------------------------------------
@@ -583,6 +612,19 @@ LLAMAFACTORY_DEFAULT_ARGS: dict[str, str | int | float | bool] = {
 }
 """The write-up's LoRA SFT arguments (chatglm2-6b on alpaca_gpt4_zh)."""
 
+LLAMAFACTORY_ENTRYPOINT = "/opt/dslab/llamafactory_train.py"
+"""The image's LLaMA-Factory entry point for the DeepSpeed launcher (assets/llamafactory_train.py)."""
+
+LLAMAFACTORY_ENV: dict[str, str] = {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+    # LLaMA-Factory 0.9.4 refuses DeepSpeed > 0.16.9 unless told not to check; the image
+    # pins 0.19.8, proven with it on CPU.
+    "DISABLE_VERSION_CHECK": "1",
+}
+"""Environment of every LLaMA-Factory rank: models and datasets are local, no hub access."""
+
 ArgValue = str | int | float | bool
 """A training argument's value, as the launch argv renders it."""
 
@@ -621,18 +663,88 @@ class ScriptWorkload(_Frozen):
     )
 
 
+class LlamaFactoryDataset(_Frozen):
+    """One dataset registered in the generated ``dataset_info.json`` (LLaMA-Factory's format)."""
+
+    file_name: ContainerPath = Field(
+        description="The data file or folder, relative to dataset_dir.target, or absolute in the container.",
+        examples=["tiny_alpaca.json"],
+    )
+    formatting: Literal["alpaca", "sharegpt"] = Field(
+        default="alpaca", description="Record format. Default alpaca."
+    )
+    columns: dict[FlagName, str] = Field(
+        default_factory=dict,
+        description=(
+            "LLaMA-Factory's column mapping, e.g. {prompt: instruction, query: input, "
+            "response: output}. Default: LLaMA-Factory's for the formatting."
+        ),
+        examples=[{"prompt": "instruction", "query": "input", "response": "output"}],
+    )
+
+
+def _fill_llamafactory_args(data: Any) -> Any:
+    # The model and the registered datasets say what model_name_or_path and dataset are,
+    # unless the args say it themselves.
+    if not isinstance(data, Mapping):
+        return data
+    args = data.get("args", {})
+    if not isinstance(args, Mapping):
+        return data
+    filled = dict(args)
+    model = data.get("model")
+    if isinstance(model, Mapping) and "target" in model:
+        filled.setdefault("model_name_or_path", model["target"])
+    datasets = data.get("datasets")
+    if isinstance(datasets, Mapping) and datasets:
+        filled.setdefault("dataset", ",".join(str(name) for name in datasets))
+    return {**data, "args": filled}
+
+
 class LlamaFactoryWorkload(_Frozen):
     """LLaMA-Factory training, arguments passed as flags (the config-file form breaks
-    under the DeepSpeed launcher, hiyouga/LLaMA-Factory#6075)."""
+    under the DeepSpeed launcher, which prepends --local_rank: hiyouga/LLaMA-Factory#6075).
+
+    The model and the datasets are host directories mounted into every container at the
+    same path (never downloaded: the ranks run offline, see LLAMAFACTORY_ENV); the datasets
+    are registered in a ``dataset_info.json`` generated from ``datasets`` and passed as
+    ``--dataset_dir``.
+    """
 
     kind: Literal["llamafactory"] = "llamafactory"
     entrypoint: ContainerPath = Field(
-        default="src/train_bash.py",
-        description="LLaMA-Factory's training entry point, relative to workdir. Default src/train_bash.py.",
+        default=LLAMAFACTORY_ENTRYPOINT,
+        description=(
+            "Training entry point, absolute or relative to workdir. Default "
+            f"{LLAMAFACTORY_ENTRYPOINT} (the image's, with image.llamafactory); a checkout's "
+            "src/train.py also works."
+        ),
     )
     workdir: AbsolutePath = Field(
-        default="/home/user/code",
-        description="LLaMA-Factory checkout inside the container. Default /home/user/code.",
+        default="/opt/dslab",
+        description="Directory deepspeed runs in; relative paths in args start here. Default /opt/dslab.",
+    )
+    model: Mount | None = Field(
+        default=None,
+        description=(
+            "The model directory on every host (source) and in every container (target); "
+            "sets args.model_name_or_path to the target unless given. Checked on every "
+            "host before the containers start."
+        ),
+        examples=[{"source": "/srv/models/chatglm2-6b", "target": "/models/chatglm2-6b", "read_only": True}],
+    )
+    dataset_dir: Mount | None = Field(
+        default=None,
+        description="The dataset directory on every host and in every container; checked like model.",
+        examples=[{"source": "/srv/datasets", "target": "/datasets", "read_only": True}],
+    )
+    datasets: dict[FlagName, LlamaFactoryDataset] = Field(
+        default_factory=dict,
+        description=(
+            "Datasets by name, rendered into dataset_info.json; args.dataset defaults to "
+            "all of them. Default none (args.dataset_dir then says where dataset_info.json is)."
+        ),
+        examples=[{"tiny_alpaca": {"file_name": "tiny_alpaca.json"}}],
     )
     args: Annotated[
         dict[FlagName, FlagValue],
@@ -644,6 +756,40 @@ class LlamaFactoryWorkload(_Frozen):
         ),
         examples=[{"dataset": "alpaca_gpt4_zh"}],
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _args_follow_model_and_datasets(cls, data: Any) -> Any:
+        return _fill_llamafactory_args(data)
+
+    @model_validator(mode="after")
+    def _datasets_are_registered_and_found(self) -> LlamaFactoryWorkload:
+        problems = Problems()
+        for name, dataset in self.datasets.items():
+            if not dataset.file_name.startswith("/") and self.dataset_dir is None:
+                problems.add(
+                    ("datasets", name, "file_name"),
+                    f"{dataset.file_name!r} is relative, but there is no dataset_dir to start "
+                    "from; set dataset_dir: {source: /srv/datasets, target: /datasets}, or "
+                    "give an absolute path in the container",
+                )
+        if self.datasets:
+            if "dataset_dir" in self.args:
+                problems.add(
+                    ("args", "dataset_dir"),
+                    f"{self.args['dataset_dir']!r} would hide the dataset_info.json made from "
+                    "datasets; remove it (or remove datasets and bring your own dataset_info.json)",
+                )
+            wanted = [name.strip() for name in str(self.args.get("dataset", "")).split(",") if name.strip()]
+            for name in wanted:
+                if name not in self.datasets:
+                    problems.add(
+                        ("args", "dataset"),
+                        f"{name!r} is not one of datasets ({', '.join(self.datasets)}); "
+                        f"register it under datasets, or use e.g. dataset: {next(iter(self.datasets))}",
+                    )
+        problems.raise_if_any()
+        return self
 
 
 Workload = Annotated[ScriptWorkload | LlamaFactoryWorkload, Field(discriminator="kind")]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from components.address_plan import AddressPlan
 from components.config import Host, LabConfig
 from components.types import GpuRequestValue
+from components.workload_inputs import workload_mounts
 
 SSH_PORT_IN_CONTAINER = 22
 
@@ -48,7 +49,7 @@ def docker_run_args(config: LabConfig, host: Host, image: str, owner: str) -> li
         if other != host.name:
             args += ["--add-host", f"{other}:{other_address}"]
     args += gpus_flag(host.gpus)
-    for mount in (*container.mounts, *host.overrides.mounts):
+    for mount in (*container.mounts, *host.overrides.mounts, *workload_mounts(config)):
         args += ["--volume", f"{mount.source}:{mount.target}" + (":ro" if mount.read_only else "")]
     environment = {
         **container.env,

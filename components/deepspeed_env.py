@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from components.config import LabConfig
+from components.config import LLAMAFACTORY_ENV, LabConfig, LlamaFactoryWorkload
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -30,8 +30,8 @@ def deepspeed_environment(
     gloo otherwise pick the first interface, which may be docker_gwbridge's, and hang
     ("Proxy Call to rank 0 failed (Connect)"). ``path`` is the container's PATH (the
     image's venv first), which non-login shells would not have. Debian's CPU torch is
-    built without libuv, hence ``USE_LIBUV=0`` for the cpu image. ``container.env`` comes
-    last and wins.
+    built without libuv, hence ``USE_LIBUV=0`` for the cpu image. A LLaMA-Factory workload
+    runs offline (``LLAMAFACTORY_ENV``). ``container.env`` comes last and wins.
     """
     env: dict[str, str] = {
         "NCCL_SOCKET_IFNAME": socket_ifname,
@@ -41,6 +41,8 @@ def deepspeed_environment(
         env["USE_LIBUV"] = "0"
     if path is not None:
         env["PATH"] = path
+    if isinstance(config.training.workload, LlamaFactoryWorkload):
+        env.update(LLAMAFACTORY_ENV)
     env.update(config.container.env)
     return env
 

@@ -25,6 +25,8 @@ class DeepSpeedLaunchArgs:
     """The deepspeed command line (components.launch_argv)."""
     hostfile: str
     ds_config: str
+    dataset_info: str | None
+    """LLaMA-Factory's dataset_info.json (components.dataset_info), placed beside ds_config.json."""
     deepspeed_env: pulumi.Input[str]
     """.deepspeed_env text; it names the overlay interface, known once the container runs."""
     wait: bool
@@ -57,6 +59,8 @@ class DeepSpeedLaunch(pulumi.ComponentResource):
             "hostfile": {"content": args.hostfile},
             "ds_config.json": {"content": args.ds_config},
         }
+        if args.dataset_info is not None:
+            run_files["dataset_info.json"] = {"content": args.dataset_info}
         placed = [
             RemoteScript(
                 f"{name}-{node.name}-files",

@@ -1,7 +1,7 @@
 """Lab: the whole cluster, in the order the write-up does it by hand.
 
-host claims -> swarm (init, joins) -> overlay network -> training image -> one container per host ->
-SSH mesh -> DeepSpeed launch.
+host claims -> swarm (init, joins) -> overlay network -> training image -> the workload's inputs
+on every host -> one container per host -> SSH mesh -> DeepSpeed launch.
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from typing import Any
 import pulumi
 
 from components.build_context import build_args, context_entries, context_hash
-from components.config import LabConfig
+from components.config import LabConfig, LlamaFactoryWorkload
 from components.connection import RemoteHost, remote_host
+from components.dataset_info import render_dataset_info
 from components.container_spec import SSH_PORT_IN_CONTAINER, docker_run_args
 from components.deepspeed_env import deepspeed_environment, render_deepspeed_env
 from components.deepspeed_launch import RUN_DIR, DeepSpeedLaunch, DeepSpeedLaunchArgs
@@ -21,12 +22,14 @@ from components.ds_config import render_ds_config
 from components.host_claim import HostClaims, HostClaimsArgs
 from components.hostfile import render_hostfile
 from components.image import TrainingImage, TrainingImageArgs
+from components.input_check import InputCheck, InputCheckArgs
 from components.launch_argv import launch_argv_for
 from components.naming import component_type
 from components.node_container import NodeContainer, NodeContainerArgs
 from components.overlay_network import OverlayNetwork, OverlayNetworkArgs
 from components.ssh_mesh import MeshMember, SshMesh, SshMeshArgs
 from components.swarm import Swarm, SwarmArgs
+from components.workload_inputs import required_paths
 
 IMAGE_PATH = "/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 """PATH inside the training image (its venv first); remote ranks get it from .deepspeed_env."""
@@ -66,6 +69,7 @@ class Lab(pulumi.ComponentResource):
         self.swarm = self._create_swarm(name)
         self.network = self._create_network(name)
         self.image = self._create_image(name, project_dir)
+        self.inputs = self._create_input_check(name)
         self.containers = {host.name: self._create_container(name, host.name, owner) for host in config.hosts}
         self.mesh = self._create_mesh(name)
         self.hostfile = render_hostfile(config.hosts)
@@ -117,11 +121,29 @@ class Lab(pulumi.ComponentResource):
             pulumi.ResourceOptions(parent=self),
         )
 
+    def _create_input_check(self, name: str) -> InputCheck | None:
+        paths = required_paths(self.config)
+        if not paths:
+            return None
+        return InputCheck(
+            f"{name}-inputs",
+            InputCheckArgs(
+                hosts=tuple(self.hosts[host.name] for host in self.config.hosts_manager_first),
+                paths=tuple(paths),
+                image_tag=self.image.tag,
+            ),
+            # A host that is down or held by another stack is reported by its claim.
+            pulumi.ResourceOptions(parent=self, depends_on=self.claims.resources),
+        )
+
     def _create_container(self, name: str, host_name: str, owner: str) -> NodeContainer:
         host = next(host for host in self.config.hosts if host.name == host_name)
         image = self.image.per_host[host_name]
         # A worker's container needs the worker in the swarm (to see the overlay).
         joined = [self.swarm.joins[host_name]] if host_name in self.swarm.joins else []
+        # The model and datasets must be on the host before `docker run --volume` (which
+        # would make empty directories in their place).
+        checked = [self.inputs.per_host[host_name]] if self.inputs is not None else []
         return NodeContainer(
             f"{name}-{host_name}",
             NodeContainerArgs(
@@ -133,7 +155,7 @@ class Lab(pulumi.ComponentResource):
                 run_args=docker_run_args(self.config, host, self.image.tag, owner),
                 image_id=image.result.apply(lambda result: str(result["image_id"])),
             ),
-            pulumi.ResourceOptions(parent=self, depends_on=[self.network.resource, image, *joined]),
+            pulumi.ResourceOptions(parent=self, depends_on=[self.network.resource, image, *joined, *checked]),
         )
 
     def _create_mesh(self, name: str) -> SshMesh:
@@ -175,6 +197,11 @@ class Lab(pulumi.ComponentResource):
                 argv=launch_argv_for(config, f"{RUN_DIR}/hostfile", f"{RUN_DIR}/ds_config.json"),
                 hostfile=self.hostfile,
                 ds_config=render_ds_config(config.training.deepspeed),
+                dataset_info=(
+                    render_dataset_info(config.training.workload)
+                    if isinstance(config.training.workload, LlamaFactoryWorkload)
+                    else None
+                ),
                 deepspeed_env=deepspeed_env,
                 wait=config.training.wait,
                 stall_timeout=config.training.stall_timeout,

@@ -9,6 +9,7 @@ Returned as a list; whoever runs it on a remote shell quotes it with ``shlex.joi
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Mapping, Sequence
 
 from components.config import ArgValue, LabConfig, LlamaFactoryWorkload, ScriptWorkload
@@ -38,7 +39,11 @@ def llamafactory_flags(args: Mapping[str, ArgValue]) -> list[str]:
 def workload_argv(
     workload: ScriptWorkload | LlamaFactoryWorkload, ds_config_path: str
 ) -> list[str]:
-    """The entry point, the ds_config flag and path, then the workload's own arguments."""
+    """The entry point, the ds_config flag and path, then the workload's own arguments.
+
+    A LLaMA-Factory workload with ``datasets`` also gets ``--dataset_dir`` = the folder of
+    ``ds_config_path``: the generated ``dataset_info.json`` is placed beside ds_config.json.
+    """
     if isinstance(workload, ScriptWorkload):
         return [
             workload.entrypoint,
@@ -46,11 +51,14 @@ def workload_argv(
             ds_config_path,
             *workload.args,
         ]
+    args = dict(workload.args)
+    if workload.datasets:
+        args["dataset_dir"] = posixpath.dirname(ds_config_path)
     return [
         workload.entrypoint,
         "--deepspeed",
         ds_config_path,
-        *llamafactory_flags(workload.args),
+        *llamafactory_flags(args),
     ]
 
 

@@ -73,9 +73,33 @@ def test_the_context_holds_the_variants_dockerfile_and_every_input(variant: Vari
         "ca-bundle.crt",
         "requirements.txt",
         "wheelhouse/.keep",
+        "llamafactory-constraints.txt",
         *(f"dslab/{name}" for name in CONTAINER_SCRIPTS),
         "dslab/train_tiny.py",
-    }, "every script of assets/container and train_tiny.py go to /opt/dslab; an empty wheelhouse still exists"
+        "dslab/make_tiny_llama.py",
+        "dslab/llamafactory_train.py",
+    }, "every script of assets/container and the python tools go to /opt/dslab; an empty wheelhouse still exists"
+
+
+def test_without_llamafactory_its_constraints_are_empty_and_no_version_is_passed(tmp_path: Path) -> None:
+    image = ImageConfig(variant="cpu")
+    with context_tar(context_entries(image, tmp_path)) as tar:
+        assert member_bytes(tar, "llamafactory-constraints.txt") == b"", "an empty file: the COPY still finds it"
+    assert "LLAMAFACTORY_VERSION" not in build_args(image), "the Dockerfile skips the layer when it is empty"
+
+
+@pytest.mark.parametrize("variant", ["cpu", "gpu"])
+def test_a_llamafactory_release_brings_its_pinned_constraints_and_its_version(variant: Variant, tmp_path: Path) -> None:
+    image = ImageConfig(variant=variant, llamafactory="0.9.4", python=None if variant == "cpu" else "3.11")
+    with context_tar(context_entries(image, tmp_path)) as tar:
+        constraints = member_bytes(tar, "llamafactory-constraints.txt").decode()
+    pins = [line for line in constraints.splitlines() if line and not line.startswith("#")]
+    assert all(re.fullmatch(r"[A-Za-z0-9_.-]+==[0-9][0-9A-Za-z.]*", pin) for pin in pins), "every line pins one version"
+    assert {"transformers==4.57.1", "peft==0.17.1", "trl==0.24.0", "accelerate==1.11.0"} <= set(pins)
+    assert not any(pin.split("==")[0] in {"torch", "torchvision", "torchaudio", "numpy"} for pin in pins), (
+        "each variant brings its own torch family"
+    )
+    assert build_args(image)["LLAMAFACTORY_VERSION"] == "0.9.4"
 
 
 @pytest.mark.parametrize("variant", ["cpu", "gpu"])

@@ -170,11 +170,13 @@ def test_the_gpu_launch_argv_is_the_write_ups_command(gpu: LabConfig) -> None:
         "10.0.3.128",
         "--master_port",
         "29500",
-        "src/train_bash.py",
+        "/opt/dslab/llamafactory_train.py",
         "--deepspeed",
         "ds_config.json",
     ]
     flags = argv[10:]
+    assert flags[flags.index("--model_name_or_path") + 1] == "/models/chatglm2-6b", "the model mount's target"
+    assert flags[flags.index("--dataset") + 1] == "alpaca_gpt4_zh"
     assert flags[flags.index("--stage") + 1] == "sft"
     assert flags[flags.index("--learning_rate") + 1] == "5e-05"
     assert flags[flags.index("--fp16") + 1] == "true"

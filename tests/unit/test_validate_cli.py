@@ -54,7 +54,7 @@ def test_the_dev_stack_is_valid_and_summarised() -> None:
 def test_the_gpu_example_mirroring_the_write_up_is_valid() -> None:
     result = run_validate(REPO / "examples/two-gpu-servers/Pulumi.gpu.yaml")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "training: llamafactory sft of /home/user/code/chatglm2-6b" in result.stdout
+    assert "training: llamafactory sft of /models/chatglm2-6b" in result.stdout, "the model mount names the model"
 
 
 def test_a_bad_stack_file_prints_every_problem_and_exits_1(tmp_path: Path) -> None:
