@@ -14,7 +14,12 @@ from components.config import ImageConfig
 from components.paths import ASSETS_DIR, project_path
 
 SYSTEM_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
-CONTAINER_PYTHON_SCRIPTS = ("train_tiny.py", "make_tiny_llama.py", "llamafactory_train.py")
+CONTAINER_PYTHON_SCRIPTS = (
+    "train_tiny.py",
+    "make_tiny_llama.py",
+    "llamafactory_train.py",
+    "allreduce_bench.py",
+)
 """Python scripts of ``assets/`` copied to ``/opt/dslab/`` in the image."""
 
 

@@ -67,7 +67,9 @@ from components.types import (
     IPv4NetworkStr,
     IPv4Str,
     Mtu,
+    NonNegativeFloat,
     PipRequirement,
+    PositiveFloat,
     Port,
     PythonVersion,
     Seconds,
@@ -851,6 +853,36 @@ class DeepSpeedSettings(_Frozen):
     )
 
 
+class PreflightConfig(_Frozen):
+    """The cluster check before every run: ssh, hostfile, then a short all-reduce."""
+
+    enabled: bool = Field(
+        default=True, description="Run the preflight before training. Default true."
+    )
+    min_busbw_gbps: NonNegativeFloat = Field(
+        default=0.0,
+        description=(
+            "Stop the launch when the all-reduce's bus bandwidth (Gbit/s, largest message) is "
+            "below this. Default 0: report only."
+        ),
+        examples=[50.0],
+    )
+    sizes_mb: tuple[PositiveFloat, ...] = Field(
+        default=(1.0, 16.0, 64.0),
+        min_length=1,
+        description=(
+            "All-reduce message sizes in MiB; the last one gives the bandwidth. "
+            "Default [1, 16, 64]."
+        ),
+    )
+    reach_timeout: Seconds = Field(
+        default=60, description="How long every node may take to answer ssh. Default 60."
+    )
+    run_timeout: Seconds = Field(
+        default=300, description="How long the all-reduce may take; 0 no limit. Default 300."
+    )
+
+
 class TrainingConfig(_Frozen):
     """The run: which workload, the DeepSpeed settings, and how ``pulumi up`` treats it."""
 
@@ -877,6 +909,7 @@ class TrainingConfig(_Frozen):
         ),
         examples=[600],
     )
+    preflight: PreflightConfig = Field(default_factory=PreflightConfig)
     socket_ifname: InterfaceName | None = Field(
         default=None,
         description=(

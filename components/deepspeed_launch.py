@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 
 import pulumi
 
+from components.config import PreflightConfig
 from components.connection import RemoteHost
 from components.naming import component_type
+from components.preflight import Preflight, PreflightArgs
 from components.remote_script import RemoteScript, script_call
 
 RUN_DIR = "/opt/dslab/run"
@@ -34,6 +37,9 @@ class DeepSpeedLaunchArgs:
     """Seconds of a silent log after which the run is stopped; 0 never."""
     mesh: list[pulumi.CustomResource]
     """A new SSH mesh (replaced containers) runs training again."""
+    preflight: PreflightConfig
+    preflight_argv: list[str]
+    """The deepspeed command of the preflight's all-reduce (components.launch_argv)."""
 
 
 class DeepSpeedLaunch(pulumi.ComponentResource):
@@ -46,11 +52,13 @@ class DeepSpeedLaunch(pulumi.ComponentResource):
         status: `succeeded`, or `running` in background mode.
         log_path: the log inside the manager container.
         summary: the run's last `dslab: finished ...` line, when it printed one.
+        busbw_gbps: the preflight's all-reduce bus bandwidth (Gbit/s); None without preflight.
     """
 
     status: pulumi.Output[str]
     log_path: pulumi.Output[str]
     summary: pulumi.Output[str]
+    busbw_gbps: pulumi.Output[float] | None
 
     def __init__(self, name: str, args: DeepSpeedLaunchArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(component_type("DeepSpeedLaunch"), name, None, opts)
@@ -73,6 +81,26 @@ class DeepSpeedLaunch(pulumi.ComponentResource):
             )
             for node in args.nodes
         ]
+        # The preflight re-runs with training: the same files, the same argv.
+        before_run: list[pulumi.CustomResource] = list(placed)
+        self.preflight = None
+        if args.preflight.enabled:
+            self.preflight = Preflight(
+                f"{name}-preflight",
+                PreflightArgs(
+                    manager=args.manager,
+                    container_name=args.container_name,
+                    workdir=args.workdir,
+                    run_dir=RUN_DIR,
+                    argv=args.preflight_argv,
+                    settings=args.preflight,
+                    deepspeed_env=args.deepspeed_env,
+                    triggers=[*(file.id for file in placed), shlex.join(args.argv)],
+                    after=list(placed),
+                ),
+                pulumi.ResourceOptions(parent=self),
+            )
+            before_run.append(self.preflight.resource)
         launch = RemoteScript(
             f"{name}-run",
             label=f"{args.manager.name}: deepspeed",
@@ -90,11 +118,19 @@ class DeepSpeedLaunch(pulumi.ComponentResource):
             stdin_archive={"root/.deepspeed_env": {"content": args.deepspeed_env}},
             delete=script_call("host/deepspeed-stop.sh", args.container_name),
             # New files or a new mesh (replaced containers) run training again.
-            triggers=[file.id for file in placed],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=placed),
+            triggers=[resource.id for resource in before_run],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=before_run),
         )
         self.resource = launch
         self.status = launch.result.apply(lambda result: str(result.get("status", "")))
         self.log_path = launch.result.apply(lambda result: str(result.get("log", "")))
         self.summary = launch.result.apply(lambda result: str(result.get("summary", "")))
-        self.register_outputs({"status": self.status, "log_path": self.log_path, "summary": self.summary})
+        self.busbw_gbps = self.preflight.busbw_gbps if self.preflight is not None else None
+        self.register_outputs(
+            {
+                "status": self.status,
+                "log_path": self.log_path,
+                "summary": self.summary,
+                "busbw_gbps": self.busbw_gbps,
+            }
+        )

@@ -23,7 +23,7 @@ from components.host_claim import HostClaims, HostClaimsArgs
 from components.hostfile import render_hostfile
 from components.image import TrainingImage, TrainingImageArgs
 from components.input_check import InputCheck, InputCheckArgs
-from components.launch_argv import launch_argv_for
+from components.launch_argv import launch_argv_for, preflight_argv_for
 from components.naming import component_type
 from components.node_container import NodeContainer, NodeContainerArgs
 from components.overlay_network import OverlayNetwork, OverlayNetworkArgs
@@ -47,6 +47,7 @@ class Lab(pulumi.ComponentResource):
         image_ids: host name -> training image id.
         shell_command: how to open a shell in the manager container.
         training_status / training_log / training_summary: the run, when launched.
+        preflight_busbw_gbps: the all-reduce bus bandwidth measured right before the run (Gbit/s).
     """
 
     container_ips: pulumi.Output[dict[str, str]]
@@ -206,6 +207,8 @@ class Lab(pulumi.ComponentResource):
                 wait=config.training.wait,
                 stall_timeout=config.training.stall_timeout,
                 mesh=list(self.mesh.trusts),
+                preflight=config.training.preflight,
+                preflight_argv=preflight_argv_for(config, f"{RUN_DIR}/hostfile"),
             ),
             pulumi.ResourceOptions(parent=self),
         )
@@ -236,6 +239,8 @@ class Lab(pulumi.ComponentResource):
                 "training_log": self.launch.log_path,
                 "training_summary": self.launch.summary,
             }
+            if self.launch.busbw_gbps is not None:
+                outputs["preflight_busbw_gbps"] = self.launch.busbw_gbps
         self.outputs = outputs
         self.register_outputs(outputs)
 

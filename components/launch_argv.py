@@ -85,6 +85,33 @@ def launch_argv(
     ]
 
 
+ALLREDUCE_BENCH = "/opt/dslab/allreduce_bench.py"
+"""The preflight's all-reduce program in the image."""
+
+
+def preflight_argv_for(config: LabConfig, hostfile_path: str) -> list[str]:
+    """The ``deepspeed`` argv of the preflight's all-reduce: the training's hostfile, master
+    address and port (free again once the preflight ends), running allreduce_bench.py."""
+    preflight = config.training.preflight
+    plan = config.address_plan()
+    return [
+        "deepspeed",
+        "--hostfile",
+        hostfile_path,
+        "--master_addr",
+        plan.address_of(config.manager.name),
+        "--master_port",
+        str(config.training.master_port),
+        ALLREDUCE_BENCH,
+        "--sizes-mb",
+        ",".join(f"{size:g}" for size in preflight.sizes_mb),
+        "--iters",
+        "5",
+        "--timeout-s",
+        str(preflight.run_timeout or 1800),
+    ]
+
+
 def launch_argv_for(
     config: LabConfig, hostfile_path: str, ds_config_path: str
 ) -> list[str]:

@@ -154,6 +154,23 @@ def seconds(value: int) -> int:
     return value
 
 
+def non_negative_float(value: Any) -> float:
+    """A number >= 0 (an int is taken as a float); a boolean is refused."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{value!r} is not a number; expected e.g. 2.5")
+    if value < 0:
+        raise ValueError(f"{value!r} must be 0 or more; expected e.g. 2.5")
+    return float(value)
+
+
+def positive_float(value: Any) -> float:
+    """A number > 0 (an int is taken as a float); a boolean is refused."""
+    number = non_negative_float(value)
+    if number == 0:
+        raise ValueError("0 must be more than 0; expected e.g. 16")
+    return number
+
+
 def mtu(value: int) -> int:
     """An Ethernet MTU for the overlay (VXLAN adds 50 bytes, so it is below the hosts')."""
     if not 576 <= value <= 9000:
@@ -487,6 +504,8 @@ Slots = Annotated[int, BeforeValidator(not_a_boolean), AfterValidator(slots)]
 PositiveInt = Annotated[int, AfterValidator(positive_int)]
 Mtu = Annotated[int, AfterValidator(mtu)]
 Seconds = Annotated[int, BeforeValidator(not_a_boolean), AfterValidator(seconds)]
+NonNegativeFloat = Annotated[float, PlainValidator(non_negative_float)]
+PositiveFloat = Annotated[float, PlainValidator(positive_float)]
 AbsolutePath = Annotated[str, AfterValidator(absolute_path)]
 EnvName = Annotated[str, AfterValidator(env_name)]
 EnvValue = Annotated[str, AfterValidator(env_value)]

@@ -25,7 +25,8 @@
 # Relative --log/--status/--hostfile paths are taken from --workdir. Exit status: the
 # command's in the foreground; 0 once started in the background; 64 for bad usage; 75 when
 # another run with the same status file is still going (a flock on STATUS.lock tells);
-# 124 when the run was stopped because a node was lost or the log stalled.
+# 124 when a node did not answer ssh within 60 s (DSLAB_REACH_TIMEOUT) before the start, or
+# the run was stopped because a node was lost or the log stalled.
 set -euo pipefail
 
 usage() {
@@ -87,13 +88,14 @@ fi
 exec 9>>"$lock"
 flock -n 9 || { echo "run-deepspeed.sh: another run holds $lock ($(cat "$status" 2>/dev/null))" >&2; exit 75; }
 
+# How long every node may take to answer ssh before the run starts.
+REACH_TIMEOUT=${DSLAB_REACH_TIMEOUT:-60}
+
 write_status() { echo "$1" > "$status.tmp" && mv "$status.tmp" "$status"; }
 
-# The hostfile's node names, one per line.
-nodes() {
-  [ -n "$hostfile" ] && [ -f "$hostfile" ] || return 0
-  awk '!/^[[:space:]]*(#|$)/ {print $1}' "$hostfile"
-}
+HOSTFILE=$hostfile
+# shellcheck source=nodes.sh
+. "$(dirname "$(readlink -f "$0")")/nodes.sh"
 
 # On every node (in parallel): stop DeepSpeed launchers and ranks still running. The
 # bracketed patterns keep pkill from matching the shell that runs it.
@@ -106,21 +108,18 @@ stop_ranks_everywhere() {
   wait
 }
 
-# The nodes that do not answer ssh now, space separated.
-unreachable_nodes() {
-  local node down=""
-  for node in $(nodes); do
-    ssh -o ConnectTimeout=5 "$node" true </dev/null >/dev/null 2>&1 || down+="$node "
-  done
-  echo "${down% }"
-}
-
 # Nodes pdsh lost: "pdsh@manager: server2: ssh exited with exit code 255".
 lost_nodes() {
   { grep -a 'ssh exited with exit code 255' "$log" || true; } | awk -F': ' '{print $2}' | sort -u | tr '\n' ' ' | sed 's/ $//'
 }
 
 : > "$log"
+if ! down=$(wait_for_nodes "$REACH_TIMEOUT"); then
+  message="not answering ssh from $(hostname) after ${REACH_TIMEOUT}s: $down"
+  echo "run-deepspeed.sh: $message" | tee -a "$log" >&2
+  write_status "failed: $message"
+  exit 124
+fi
 stop_ranks_everywhere
 write_status running
 # Its own process group, so that a stopped run takes pdsh and the local ranks with it.

@@ -57,7 +57,7 @@ def test_every_shell_script_parses_and_is_executable(script: Path) -> None:
 )
 @pytest.mark.parametrize("script", SHELL_SCRIPTS, ids=lambda path: path.name)
 def test_every_shell_script_passes_shellcheck(script: Path) -> None:
-    result = run("shellcheck", script)
+    result = run("shellcheck", "--external-sources", "--source-path=SCRIPTDIR", script)
     assert result.returncode == 0, result.stdout
 
 
@@ -210,12 +210,14 @@ def test_a_second_run_is_refused_while_the_first_holds_the_lock(workdir: Path) -
     assert (workdir / "status").read_text() == "running\n", "the refused run must not touch the status"
 
 
-def watched_run(workdir: Path, *options: str, command: str) -> tuple[subprocess.CompletedProcess[str], float]:
+def watched_run(
+    workdir: Path, *options: str, command: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.CompletedProcess[str], float]:
     started = time.monotonic()
     result = run(
         RUN_DEEPSPEED, "--workdir", workdir, "--log", "train.log", "--status", "status", *options,
         "--", "sh", "-c", command,
-        timeout=60,
+        env=env, timeout=60,
     )  # fmt: skip
     return result, time.monotonic() - started
 
@@ -236,17 +238,50 @@ def test_a_silent_run_is_stopped_after_the_stall_timeout_with_its_children(workd
     assert not marker.exists(), "the run's whole process group was stopped"
 
 
-def test_a_node_lost_by_pdsh_stops_the_run_at_once_naming_the_node(workdir: Path) -> None:
-    # An unresolvable name stands in for a node that does not answer.
-    (workdir / "hostfile").write_text("server2.invalid slots=1\n")
+def fake_ssh_env(tmp_path: Path, answers_while: str) -> dict[str, str]:
+    """PATH with an `ssh` that succeeds while the shell test `answers_while` holds."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    ssh = bin_dir / "ssh"
+    ssh.write_text(f"#!/bin/sh\nif {answers_while}; then exit 0; fi\nexit 255\n")
+    ssh.chmod(0o755)
+    return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+
+
+def test_a_node_lost_by_pdsh_stops_the_run_at_once_naming_the_node(workdir: Path, tmp_path: Path) -> None:
+    (workdir / "hostfile").write_text("server2 slots=1\n")
+    cut = tmp_path / "cut"
     result, took = watched_run(
         workdir, "--hostfile", "hostfile",
-        command="echo 'pdsh@server1: server2.invalid: ssh exited with exit code 255'; sleep 60",
+        command=f"touch {cut}; echo 'pdsh@server1: server2: ssh exited with exit code 255'; sleep 60",
+        env=fake_ssh_env(tmp_path, f"[ ! -e {cut} ]"),
     )  # fmt: skip
     assert result.returncode == 124, result.stderr
     assert took < 20, f"stopped at once, not after {took:.0f} s"
-    assert "lost contact with server2.invalid" in result.stderr
-    assert "not answering ssh" in result.stderr and "server2.invalid" in result.stderr.rsplit(":", 1)[-1]
+    assert "lost contact with server2" in result.stderr
+    assert "not answering ssh" in result.stderr and "server2" in result.stderr.rsplit(":", 1)[-1]
+
+
+def test_a_node_that_never_answers_ssh_fails_the_run_before_it_starts(workdir: Path, tmp_path: Path) -> None:
+    (workdir / "hostfile").write_text("server1 slots=1\nserver2 slots=1\n")
+    started = tmp_path / "started"
+    env = {**fake_ssh_env(tmp_path, 'case "$*" in *server2*) false;; esac'), "DSLAB_REACH_TIMEOUT": "3"}
+    result, took = watched_run(workdir, "--hostfile", "hostfile", command=f"touch {started}", env=env)
+    assert result.returncode == 124, result.stderr
+    assert "not answering ssh from" in result.stderr and result.stderr.rstrip().endswith("after 3s: server2")
+    assert not started.exists(), "the command never ran"
+    assert (workdir / "status").read_text().startswith("failed: not answering ssh")
+
+
+def test_a_node_that_answers_after_a_while_is_waited_for(workdir: Path, tmp_path: Path) -> None:
+    (workdir / "hostfile").write_text("server2 slots=1\n")
+    back = tmp_path / "back"
+    env = fake_ssh_env(tmp_path, f"[ -e {back} ]")
+    subprocess.Popen(["sh", "-c", f"sleep 3; touch {back}"])
+    result, took = watched_run(workdir, "--hostfile", "hostfile", command="echo trained", env=env)
+    assert result.returncode == 0, result.stderr
+    assert "waiting for server2 to answer ssh" in result.stderr
+    assert took >= 3 and "trained" in (workdir / "train.log").read_text()
 
 
 def test_a_bad_stall_timeout_is_bad_usage(workdir: Path) -> None:

@@ -3,12 +3,14 @@ which resources exist, under which parents, in which order, with which secrets."
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pulumi
 import pytest
+import yaml
 
 from components.config import load_stack_file
 from tests.support.pulumi_cli import REPO
@@ -50,6 +52,7 @@ def fake_result(script: str, name: str) -> dict[str, Any]:
         "host/container-run.sh": {"container_id": f"{name}-cid", "ip": "10.0.3.128", "socket_ifname": "eth0"},
         "host/mesh-collect.sh": {"user_key": f"ssh-ed25519 AAAA{name}", "host_key": f"ssh-ed25519 BBBB{name}"},
         "host/deepspeed-launch.sh": {"status": "succeeded", "log": "/opt/dslab/run/train.log"},
+        "host/cluster-preflight.sh": {"nodes": 2, "busbw_gbps": 3.5, "allreduce": {"backend": "gloo"}},
     }.get(script, {})
 
 
@@ -106,6 +109,7 @@ def test_components_use_one_type_token_prefix_and_children_have_parents(mocks: R
             "dslab:index:NodeContainer",
             "dslab:index:SshMesh",
             "dslab:index:DeepSpeedLaunch",
+            "dslab:index:Preflight",
         }
 
     return everything_registered(lab).apply(check)
@@ -161,5 +165,48 @@ def test_containers_wait_for_the_network_their_image_and_their_swarm_join(mocks:
         args = run.inputs["create"]["args"]
         assert "--ip" in args and args[args.index("--ip") + 1] == "10.0.3.129", "static address from the plan"
         assert "--add-host" in args and "server1:10.0.3.128" in args, "the other node resolves by name"
+
+    return everything_registered(lab).apply(check)
+
+
+@pulumi.runtime.test
+def test_the_preflight_runs_before_training_and_again_whenever_training_does(mocks: RecordingMocks) -> Any:
+    lab = build_dev_lab()
+
+    def check(values: list[Any]) -> None:
+        preflight = mocks.resources["lab-training-preflight-check"]
+        launch = mocks.resources["lab-training-run"]
+        args = preflight.inputs["create"]["args"]
+        allreduce = args[args.index("--") + 1 :]
+        assert allreduce[:7] == [
+            "deepspeed", "--hostfile", "/opt/dslab/run/hostfile", "--master_addr", "10.0.3.128",
+            "--master_port", "29500",
+        ], "the same launcher, hostfile and rendezvous as training"  # fmt: skip
+        assert allreduce[7] == "/opt/dslab/allreduce_bench.py"
+        training_argv = launch.inputs["create"]["args"][launch.inputs["create"]["args"].index("--") + 1 :]
+        assert shlex.join(training_argv) in preflight.inputs["triggers"], "a new training argv re-runs it"
+        assert "lab-training-preflight-check-id" in launch.inputs["triggers"], "a new preflight re-runs training"
+        assert values[0] == 3.5, "its bus bandwidth is an output"
+
+    return pulumi.Output.all(lab.outputs["preflight_busbw_gbps"], everything_registered(lab)).apply(check)
+
+
+@pulumi.runtime.test
+def test_without_preflight_training_follows_the_run_files_directly(mocks: RecordingMocks) -> Any:
+    from components.config import load_lab_config, strip_namespace
+    from components.lab import Lab
+
+    document = yaml.safe_load((REPO / "Pulumi.dev.yaml").read_text(encoding="utf-8"))
+    values, _ = strip_namespace(document["config"])
+    values.setdefault("training", {})["preflight"] = {"enabled": False}
+    lab = Lab("lab", load_lab_config(values), project_dir=Path(REPO), owner="organization/dslab/dev")
+    assert "preflight_busbw_gbps" not in lab.outputs
+
+    def check(_: Any) -> None:
+        assert not any("preflight" in name for name in mocks.resources)
+        assert mocks.resources["lab-training-run"].inputs["triggers"] == [
+            "lab-training-server1-files-id",
+            "lab-training-server2-files-id",
+        ]
 
     return everything_registered(lab).apply(check)
