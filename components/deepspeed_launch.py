@@ -35,6 +35,8 @@ class DeepSpeedLaunchArgs:
     wait: bool
     stall_timeout: int
     """Seconds of a silent log after which the run is stopped; 0 never."""
+    loss_plot: str | None
+    """The loss curve the run draws in the manager container (components.loss_plot), if any."""
     mesh: list[pulumi.CustomResource]
     """A new SSH mesh (replaced containers) runs training again."""
     preflight: PreflightConfig
@@ -53,12 +55,14 @@ class DeepSpeedLaunch(pulumi.ComponentResource):
         log_path: the log inside the manager container.
         summary: the run's last `dslab: finished ...` line, when it printed one.
         busbw_gbps: the preflight's all-reduce bus bandwidth (Gbit/s); None without preflight.
+        loss_plot_png: the loss curve PNG, base64-encoded ("" when the run drew none or runs on).
     """
 
     status: pulumi.Output[str]
     log_path: pulumi.Output[str]
     summary: pulumi.Output[str]
     busbw_gbps: pulumi.Output[float] | None
+    loss_plot_png: pulumi.Output[str]
 
     def __init__(self, name: str, args: DeepSpeedLaunchArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(component_type("DeepSpeedLaunch"), name, None, opts)
@@ -112,6 +116,7 @@ class DeepSpeedLaunch(pulumi.ComponentResource):
                 RUN_DIR,
                 mode,
                 str(args.stall_timeout),
+                args.loss_plot or "-",
                 "--",
                 *args.argv,
             ),
@@ -125,6 +130,7 @@ class DeepSpeedLaunch(pulumi.ComponentResource):
         self.status = launch.result.apply(lambda result: str(result.get("status", "")))
         self.log_path = launch.result.apply(lambda result: str(result.get("log", "")))
         self.summary = launch.result.apply(lambda result: str(result.get("summary", "")))
+        self.loss_plot_png = launch.result.apply(lambda result: str(result.get("loss_plot_png", "")))
         self.busbw_gbps = self.preflight.busbw_gbps if self.preflight is not None else None
         self.register_outputs(
             {
@@ -132,5 +138,6 @@ class DeepSpeedLaunch(pulumi.ComponentResource):
                 "log_path": self.log_path,
                 "summary": self.summary,
                 "busbw_gbps": self.busbw_gbps,
+                "loss_plot_png": self.loss_plot_png,
             }
         )

@@ -23,6 +23,8 @@ from components.host_claim import HostClaims, HostClaimsArgs
 from components.hostfile import render_hostfile
 from components.image import TrainingImage, TrainingImageArgs
 from components.input_check import InputCheck, InputCheckArgs
+from components.local_file import LocalFile
+from components.loss_plot import loss_plot_copy, loss_plot_in_container
 from components.launch_argv import launch_argv_for, preflight_argv_for
 from components.naming import component_type
 from components.node_container import NodeContainer, NodeContainerArgs
@@ -47,6 +49,7 @@ class Lab(pulumi.ComponentResource):
         image_ids: host name -> training image id.
         shell_command: how to open a shell in the manager container.
         training_status / training_log / training_summary: the run, when launched.
+        training_loss_plot: the loss curve LLaMA-Factory drew, copied to outputs/<stack>/ here.
         preflight_busbw_gbps: the all-reduce bus bandwidth measured right before the run (Gbit/s).
     """
 
@@ -75,6 +78,7 @@ class Lab(pulumi.ComponentResource):
         self.mesh = self._create_mesh(name)
         self.hostfile = render_hostfile(config.hosts)
         self.launch = self._create_launch(name) if config.training.launch else None
+        self.loss_plot = self._create_loss_plot_copy(name, project_dir)
         self._register()
 
     def _create_swarm(self, name: str) -> Swarm:
@@ -206,11 +210,25 @@ class Lab(pulumi.ComponentResource):
                 deepspeed_env=deepspeed_env,
                 wait=config.training.wait,
                 stall_timeout=config.training.stall_timeout,
+                loss_plot=loss_plot_in_container(config.training.workload) if config.training.wait else None,
                 mesh=list(self.mesh.trusts),
                 preflight=config.training.preflight,
                 preflight_argv=preflight_argv_for(config, f"{RUN_DIR}/hostfile"),
             ),
             pulumi.ResourceOptions(parent=self),
+        )
+
+    def _create_loss_plot_copy(self, name: str, project_dir: Path) -> LocalFile | None:
+        # Only a waited-for run has drawn its curve when `pulumi up` ends.
+        if self.launch is None or not self.config.training.wait:
+            return None
+        if loss_plot_in_container(self.config.training.workload) is None:
+            return None
+        return LocalFile(
+            f"{name}-loss-plot",
+            path=str(loss_plot_copy(project_dir, pulumi.get_stack())),
+            content_base64=self.launch.loss_plot_png,
+            opts=pulumi.ResourceOptions(parent=self),
         )
 
     def _register(self) -> None:
@@ -239,6 +257,10 @@ class Lab(pulumi.ComponentResource):
                 "training_log": self.launch.log_path,
                 "training_summary": self.launch.summary,
             }
+            if self.loss_plot is not None:
+                outputs["training_loss_plot"] = pulumi.Output.all(self.loss_plot.path, self.loss_plot.sha256).apply(
+                    lambda values: values[0] if values[1] else ""
+                )
             if self.launch.busbw_gbps is not None:
                 outputs["preflight_busbw_gbps"] = self.launch.busbw_gbps
         self.outputs = outputs

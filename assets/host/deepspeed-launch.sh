@@ -2,10 +2,12 @@
 # On the manager: place the run's files (tar on stdin, unpacked at / in the container) and
 # start DeepSpeed in the manager container, waiting for it unless MODE is background. The
 # run is stopped when pdsh loses a node, or when its log stays silent STALL_TIMEOUT seconds.
-# Usage: deepspeed-launch.sh CONTAINER WORKDIR RUN_DIR MODE(wait|background) STALL_TIMEOUT -- DEEPSPEED_ARGV...
+# In wait mode, a finished run's LOSS_PLOT (a PNG in the container; - for none) comes back
+# base64-encoded in the result, for the operator's copy.
+# Usage: deepspeed-launch.sh CONTAINER WORKDIR RUN_DIR MODE(wait|background) STALL_TIMEOUT LOSS_PLOT -- DEEPSPEED_ARGV...
 set -euo pipefail
-container=$1 workdir=$2 run_dir=$3 mode=$4 stall_timeout=$5
-shift 6  # CONTAINER WORKDIR RUN_DIR MODE STALL_TIMEOUT --
+container=$1 workdir=$2 run_dir=$3 mode=$4 stall_timeout=$5 loss_plot=$6
+shift 7  # CONTAINER WORKDIR RUN_DIR MODE STALL_TIMEOUT LOSS_PLOT --
 
 docker exec -i "$container" tar -x -o -C /  # .deepspeed_env into root's home
 log="$run_dir/train.log"
@@ -24,4 +26,14 @@ if [[ $code -ne 0 ]]; then
   exit "$code"
 fi
 summary=$(docker exec "$container" sh -c "grep -a 'dslab: finished' '$log' | tail -n 1" 2>/dev/null || true)
-printf '{"status": "%s", "log": "%s", "summary": "%s"}\n' "$state" "$log" "${summary//\"/\'}"
+plot_base64=""
+if [[ "$mode" == wait && "$loss_plot" != - ]]; then
+  if plot_base64=$(docker exec "$container" base64 -w0 "$loss_plot" 2>/dev/null); then
+    echo "copying the loss curve $container:$loss_plot back" >&2
+  else
+    echo "warning: the run drew no loss curve at $container:$loss_plot" >&2
+    plot_base64=""
+  fi
+fi
+printf '{"status": "%s", "log": "%s", "summary": "%s", "loss_plot": "%s", "loss_plot_png": "%s"}\n' \
+  "$state" "$log" "${summary//\"/\'}" "${plot_base64:+$loss_plot}" "$plot_base64"

@@ -1,0 +1,28 @@
+"""Where LLaMA-Factory draws its loss curve in the manager container, and where its copy goes
+on the operator's machine (pure)."""
+
+from __future__ import annotations
+
+import posixpath
+from pathlib import Path
+
+from components.config import LlamaFactoryWorkload, ScriptWorkload
+
+LOSS_PLOT_NAME = "training_loss.png"
+"""The file `--plot_loss true` writes into the output directory when training ends."""
+
+
+def loss_plot_in_container(workload: ScriptWorkload | LlamaFactoryWorkload) -> str | None:
+    """`<workdir>/<output_dir>/training_loss.png` when the workload plots its loss, else None."""
+    if not isinstance(workload, LlamaFactoryWorkload):
+        return None
+    plot = workload.args.get("plot_loss")
+    output_dir = workload.args.get("output_dir")
+    if plot not in (True, "true", "True") or not output_dir:
+        return None
+    return posixpath.join(workload.workdir, str(output_dir), LOSS_PLOT_NAME)
+
+
+def loss_plot_copy(project_dir: Path, stack: str) -> Path:
+    """The operator's copy: `outputs/<stack>/training_loss.png` in the project."""
+    return project_dir / "outputs" / stack / LOSS_PLOT_NAME

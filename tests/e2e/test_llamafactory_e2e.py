@@ -1,0 +1,172 @@
+"""The write-up's workload end to end on the simulated 2-host lab: LLaMA-Factory LoRA SFT with
+ZeRO-2 on CPU across both containers, on a tiny Llama and a tiny alpaca dataset that the
+test makes with the stack's own image (nothing downloaded).
+
+The tests share one stack and run in file order: the image first, then the inputs on one
+host only (refused, naming the other host and the path), then on both (trained, adapter on
+the manager, loss curve copied back here), then a no-change preview and a destroy.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.support.lab_hosts import SSH_CONFIG, lab_up, on_host
+from tests.support.pulumi_cli import PulumiCli, ensure_toolchain
+from tests.support.stack_project import Stack, project_copy
+
+pytestmark = [pytest.mark.e2e, pytest.mark.program]
+
+HOSTS = ("server1", "server2")
+STACK = "llf"
+INPUTS = "/srv/dslab"
+MODEL = f"{INPUTS}/models/tiny-llama"
+DATASETS = f"{INPUTS}/datasets"
+OUTPUT_DIR = "/opt/dslab/run/output/tiny_sft"
+
+TINY_LORA_SFT: dict[str, Any] = {
+    "kind": "llamafactory",
+    "model": {"source": MODEL, "target": "/models/tiny-llama", "read_only": True},
+    "dataset_dir": {"source": DATASETS, "target": "/datasets", "read_only": True},
+    "datasets": {"tiny_alpaca": {"file_name": "tiny_alpaca.json"}},
+    "args": {
+        "template": "default",
+        "lora_target": "all",
+        "output_dir": OUTPUT_DIR,
+        "cutoff_len": 128,
+        "per_device_train_batch_size": 2,
+        "gradient_accumulation_steps": 1,
+        "learning_rate": 0.001,
+        "max_steps": 10,
+        "logging_steps": 1,
+        "save_strategy": "no",
+        "report_to": "none",
+        # The write-up's GPU settings that do not apply on CPU.
+        "fp16": None,
+        "num_train_epochs": None,
+        "save_steps": None,
+    },
+}
+
+
+def set_stack_config(stack: Stack, change: dict[str, Any]) -> None:
+    """Merges `change` (keys without the dslab: namespace, one level deep) into the stack file."""
+    path = stack.cli.project_dir / f"Pulumi.{STACK}.yaml"
+    document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    for key, value in change.items():
+        current = document["config"].get(f"dslab:{key}", {})
+        document["config"][f"dslab:{key}"] = {**current, **value}
+    path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+
+
+def copy_between_hosts(source: str, target: str, path: str) -> None:
+    """What an operator does with rsync: the host's folder, as is, onto the other host."""
+    ssh = f"ssh -F {shlex.quote(str(SSH_CONFIG))}"
+    subprocess.run(
+        f"{ssh} {source} tar -C / -c {path.lstrip('/')} | {ssh} {target} tar -C / -x",
+        shell=True, check=True, timeout=120,
+    )  # fmt: skip
+
+
+def in_manager(*command: str, check: bool = True) -> str:
+    return on_host("server1", "docker", "exec", "llm", *command, check=check)
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    ensure_toolchain()
+    lab_up(len(HOSTS))
+    for host in HOSTS:
+        on_host(host, "rm", "-rf", INPUTS)
+    work = tmp_path_factory.mktemp("llamafactory-e2e")
+    cli = PulumiCli(project_dir=project_copy(work, (STACK,)), state_dir=work / "state")
+    cli.run("stack", "init", STACK)
+    yield Stack(cli, STACK)
+    cli.run("destroy", "--yes", "--stack", STACK, check=False)
+    for host in HOSTS:
+        on_host(host, "rm", "-rf", INPUTS, check=False)
+
+
+def test_the_image_with_llamafactory_makes_the_tiny_model_and_dataset(stack: Stack) -> None:
+    set_stack_config(stack, {"image": {"llamafactory": "0.9.4"}, "training": {"launch": False}})
+    stack.pulumi("up", "--yes")
+    image_ids = stack.outputs()["image_ids"]
+    assert isinstance(image_ids, dict)
+
+    on_host(
+        "server1", "docker", "run", "--rm", "--entrypoint", "python3", "--volume", f"{INPUTS}:{INPUTS}",
+        str(image_ids["server1"]), "/opt/dslab/make_tiny_llama.py", "--model-dir", MODEL, "--dataset-dir", DATASETS,
+    )  # fmt: skip
+    made = on_host("server1", "find", INPUTS, "-type", "f").split()
+    assert f"{MODEL}/config.json" in made and f"{MODEL}/model.safetensors" in made and f"{MODEL}/tokenizer.json" in made
+    assert f"{DATASETS}/tiny_alpaca.json" in made
+
+
+def test_a_host_without_the_model_is_named_before_any_container_changes(stack: Stack) -> None:
+    containers_before = {host: on_host(host, "docker", "inspect", "--format", "{{.Id}}", "llm") for host in HOSTS}
+    set_stack_config(
+        stack,
+        {"training": {"launch": True, "workload": TINY_LORA_SFT, "deepspeed": {"zero_stage": 2, "precision": "fp32"}}},
+    )
+    code, output = stack.attempt("up", "--yes")
+
+    assert code != 0
+    assert f"server2: the model directory (training.workload.model.source) {MODEL} does not exist" in output
+    assert f"server2: the dataset directory (training.workload.dataset_dir.source) {DATASETS} does not exist" in output
+    assert "server1: every training input is here" in output
+    for host in HOSTS:
+        after = on_host(host, "docker", "inspect", "--format", "{{.Id}}", "llm")
+        assert after == containers_before[host], f"{host}'s container was left as it was"
+
+
+def test_lora_sft_trains_across_both_containers_and_the_loss_curve_comes_back(stack: Stack) -> None:
+    copy_between_hosts("server1", "server2", INPUTS)
+    stack.pulumi("up", "--yes")
+    outputs = stack.outputs()
+
+    assert outputs["training_status"] == "succeeded"
+    log = in_manager("cat", "/opt/dslab/run/train.log")
+    assert "Process rank: 0, world size: 2" in log and "Process rank: 1, world size: 2" in log, "one rank per container"
+    assert "'loss':" in log and "train_runtime" in log, "LLaMA-Factory's trainer logged its steps and finished"
+    assert float(str(outputs["preflight_busbw_gbps"])) > 0, "the preflight measured the overlay first"
+
+    adapter = f"{OUTPUT_DIR}/adapter_model.safetensors"
+    in_manager("test", "-s", adapter)  # raises when missing or empty
+    assert "adapter_config.json" in in_manager("ls", OUTPUT_DIR)
+    worker_listing = on_host("server2", "docker", "exec", "llm", "ls", OUTPUT_DIR, check=False)
+    assert "adapter_model.safetensors" not in worker_listing, "the adapter is saved once, on the manager"
+
+    plot = Path(str(outputs["training_loss_plot"]))
+    assert plot.is_absolute() and plot.name == "training_loss.png"
+    data = plot.read_bytes()
+    assert data.startswith(b"\x89PNG\r\n\x1a\n"), "a PNG picture"
+    remote = subprocess.run(
+        ["ssh", "-F", str(SSH_CONFIG), "server1", f"docker exec llm cat {OUTPUT_DIR}/training_loss.png"],
+        capture_output=True, check=True, timeout=60,
+    ).stdout  # fmt: skip
+    assert data == remote, "the copy holds what LLaMA-Factory drew"
+
+
+def test_a_second_up_changes_nothing_and_a_lost_copy_of_the_curve_comes_back(stack: Stack) -> None:
+    stack.pulumi("preview", "--expect-no-changes")
+    plot = Path(str(stack.outputs()["training_loss_plot"]))
+    plot.unlink()
+    output = stack.pulumi("up", "--yes")
+    assert plot.read_bytes().startswith(b"\x89PNG"), "written again from the stack"
+    assert "1 updated" in output, "only the local copy changed; training did not run again"
+
+
+def test_destroy_removes_the_copy_and_leaves_the_inputs(stack: Stack) -> None:
+    plot = Path(str(stack.outputs()["training_loss_plot"]))
+    stack.pulumi("destroy", "--yes")
+    assert not plot.exists()
+    for host in HOSTS:
+        assert on_host(host, "docker", "ps", "-aq", "--filter", "name=llm") == ""
+        assert f"{MODEL}/config.json" in on_host(host, "find", MODEL), "the operator's data is not ours to delete"
