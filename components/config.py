@@ -347,9 +347,13 @@ class OperatorConfig(_Frozen):
 class NetworkConfig(_Frozen):
     """The attachable overlay network the training containers share."""
 
-    mode: Literal["overlay"] = Field(
+    mode: Literal["overlay", "host"] = Field(
         default="overlay",
-        description='How containers reach each other. Only "overlay" (docker swarm) so far.',
+        description=(
+            'How containers reach each other. "overlay" (default): a swarm overlay network, '
+            'one address per container. "host": the hosts\' own network (no swarm, no '
+            "overlay, no VXLAN); the container's sshd then listens on container.ssh_port."
+        ),
     )
     name: DockerName = Field(
         default="test-net", description="Network name. Default test-net."
@@ -369,7 +373,10 @@ class NetworkConfig(_Frozen):
     )
     mtu: Mtu | None = Field(
         default=None,
-        description="Overlay MTU in bytes. Default: docker's (1450 for VXLAN).",
+        description=(
+            "Overlay MTU in bytes. Default: the smallest MTU of the hosts' interfaces "
+            "(the ones holding hosts[].address) minus 50 for VXLAN."
+        ),
     )
     encrypted: bool = Field(
         default=False, description="Encrypt overlay traffic (IPsec). Default false."
@@ -566,6 +573,14 @@ class ContainerConfig(_Frozen):
     )
     env: dict[EnvName, EnvValue] = Field(
         default_factory=dict, description="Extra environment of every container."
+    )
+    ssh_port: Port | None = Field(
+        default=None,
+        description=(
+            "Port of the container's sshd, which DeepSpeed's launcher logs in to (--ssh_port). "
+            "Default: 22 with network.mode overlay, 2222 with host (the host's sshd has 22)."
+        ),
+        examples=[2222],
     )
 
     @property
@@ -999,6 +1014,9 @@ class TrainingConfig(_Frozen):
 
 # --- the lab ----------------------------------------------------------------------------
 
+HOST_MODE_SSH_PORT = 2222
+"""The container's sshd port on the hosts' network, clear of the host's own sshd on 22."""
+
 
 class LabConfig(_Frozen):
     """The whole stack configuration (the ``dslab:`` namespace)."""
@@ -1043,7 +1061,7 @@ class LabConfig(_Frozen):
 
     @model_validator(mode="after")
     def _cross_section_rules(self) -> LabConfig:
-        problems = self._address_problems()
+        problems = self._host_mode_problems() if self.network.mode == "host" else self._address_problems()
         batch = self._batch_problem()
         if batch is not None:
             problems.add(("training", "deepspeed", "train_batch_size"), batch)
@@ -1108,6 +1126,32 @@ class LabConfig(_Frozen):
                 self.address_plan()
             except AddressPlanError as error:
                 problems.add(("network", "subnet"), str(error))
+        return problems
+
+    def _host_mode_problems(self) -> Problems:
+        """With the hosts' network: no overlay settings, and no port the host's sshd holds."""
+        problems = Problems()
+        port = self.container_ssh_port
+        for index, host in enumerate(self.hosts):
+            if host.ssh_port == port:
+                problems.add(
+                    ("container", "ssh_port"),
+                    f"{port} is hosts[{index}].ssh_port, where {host.name}'s own sshd listens; "
+                    "with network.mode host the container shares the host's ports: pick "
+                    f"another, e.g. {2222 if port != 2222 else 2223}",
+                )
+            if host.container_address is not None:
+                problems.add(
+                    ("hosts", index, "container_address"),
+                    f"{host.container_address!r} has no use with network.mode host (containers "
+                    "use the host's address); remove it, or set network.mode: overlay",
+                )
+        if self.network.encrypted:
+            problems.add(
+                ("network", "encrypted"),
+                "encrypts the overlay, and network.mode host has none; remove it, or set "
+                "network.mode: overlay",
+            )
         return problems
 
     def _free_subnet_example(self) -> str:
@@ -1180,6 +1224,20 @@ class LabConfig(_Frozen):
     def world_size(self) -> int:
         """Total DeepSpeed ranks: the sum of all hosts' slots."""
         return sum(host.slots for host in self.hosts)
+
+    @property
+    def container_ssh_port(self) -> int:
+        """The port of every container's sshd."""
+        if self.container.ssh_port is not None:
+            return self.container.ssh_port
+        return HOST_MODE_SSH_PORT if self.network.mode == "host" else 22
+
+    def node_address(self, host_name: str) -> str:
+        """Where the other containers reach host ``host_name``'s container: its overlay
+        address, or in host mode the host's own."""
+        if self.network.mode == "host":
+            return next(host.address for host in self.hosts if host.name == host_name)
+        return self.address_plan().address_of(host_name)
 
     def address_plan(self) -> AddressPlan:
         """Gateway, dynamic range and each host's static container address."""

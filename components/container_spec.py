@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from components.address_plan import AddressPlan
 from components.config import Host, LabConfig
 from components.types import GpuRequestValue
 from components.workload_inputs import workload_mounts
-
-SSH_PORT_IN_CONTAINER = 22
 
 
 def gpus_flag(gpus: GpuRequestValue) -> list[str]:
@@ -26,18 +23,25 @@ def docker_run_args(config: LabConfig, host: Host, image: str, owner: str) -> li
     """Everything after `docker run --detach --name NAME` for `host`'s container.
 
     Every other node is in /etc/hosts by name (`--add-host`), from the static address
-    plan, so names resolve even before Docker's DNS has seen the other containers and
-    stay right after a container is recreated.
+    plan (or, in host mode, the hosts' addresses), so names resolve even before Docker's
+    DNS has seen the other containers and stay right after a container is recreated.
     """
     container = config.container
-    plan: AddressPlan = config.address_plan()
-    address = plan.address_of(host.name)
     shm_size = host.overrides.shm_size or container.shm_size
+    if config.network.mode == "host":
+        network = ["--network", "host"]
+        # The entrypoint finds the interface holding this "subnet": the host's own address.
+        interface_subnet = f"{host.address}/32"
+    else:
+        network = [
+            "--network", config.network.name,
+            "--ip", config.node_address(host.name),
+            "--network-alias", host.name,
+        ]  # fmt: skip
+        interface_subnet = config.network.subnet
     args = [
         "--hostname", host.name,
-        "--network", config.network.name,
-        "--ip", address,
-        "--network-alias", host.name,
+        *network,
         "--shm-size", shm_size,
         "--restart", container.restart,
         "--label", f"dslab.owner={owner}",
@@ -45,17 +49,17 @@ def docker_run_args(config: LabConfig, host: Host, image: str, owner: str) -> li
     ]  # fmt: skip
     for name, limit in sorted(container.ulimits.items()):
         args += ["--ulimit", f"{name}={limit.soft}:{limit.hard}"]
-    for other, other_address in plan.container_addresses:
-        if other != host.name:
-            args += ["--add-host", f"{other}:{other_address}"]
+    for other in config.hosts:
+        if other.name != host.name:
+            args += ["--add-host", f"{other.name}:{config.node_address(other.name)}"]
     args += gpus_flag(host.gpus)
     for mount in (*container.mounts, *host.overrides.mounts, *workload_mounts(config)):
         args += ["--volume", f"{mount.source}:{mount.target}" + (":ro" if mount.read_only else "")]
     environment = {
         **container.env,
         **host.overrides.env,
-        "DSLAB_OVERLAY_SUBNET": config.network.subnet,
-        "DSLAB_SSH_PORT": str(SSH_PORT_IN_CONTAINER),
+        "DSLAB_OVERLAY_SUBNET": interface_subnet,
+        "DSLAB_SSH_PORT": str(config.container_ssh_port),
     }
     for name, value in sorted(environment.items()):
         args += ["--env", f"{name}={value}"]

@@ -2,7 +2,8 @@
 
 DeepSpeed numbers ranks in hostfile order, so the manager (whose container address is
 passed as ``--master_addr``) comes first and holds rank 0. Names are the containers'
-hostnames, which every container resolves through ``/etc/hosts`` on the overlay.
+hostnames, which every container resolves through ``/etc/hosts`` on the overlay; on the
+hosts' network (``network.mode: host``) they are the hosts' addresses.
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ def order_manager_first(hosts: Sequence[Host]) -> list[Host]:
     return sorted(hosts, key=lambda host: host.role != "manager")
 
 
-def render_hostfile(hosts: Sequence[Host]) -> str:
-    """Hostfile text, newline-terminated, e.g. ``server1 slots=1\\nserver2 slots=1\\n``."""
+def render_hostfile(hosts: Sequence[Host], by_address: bool = False) -> str:
+    """Hostfile text, newline-terminated, e.g. ``server1 slots=1\\nserver2 slots=1\\n``
+    (``10.0.18.1 slots=1\\n...`` by address)."""
     return "".join(
-        f"{host.name} slots={host.slots}\n" for host in order_manager_first(hosts)
+        f"{host.address if by_address else host.name} slots={host.slots}\n"
+        for host in order_manager_first(hosts)
     )

@@ -15,7 +15,7 @@ from components.build_context import build_args, context_entries, context_hash
 from components.config import LabConfig, LlamaFactoryWorkload
 from components.connection import RemoteHost, remote_host
 from components.dataset_info import render_dataset_info
-from components.container_spec import SSH_PORT_IN_CONTAINER, docker_run_args
+from components.container_spec import docker_run_args
 from components.deepspeed_env import deepspeed_environment, render_deepspeed_env
 from components.deepspeed_launch import RUN_DIR, DeepSpeedLaunch, DeepSpeedLaunchArgs
 from components.ds_config import render_ds_config
@@ -42,10 +42,11 @@ class Lab(pulumi.ComponentResource):
     SshMesh and (when `training.launch`) the DeepSpeedLaunch.
 
     Outputs:
-        container_ips: host name -> the container's overlay address.
+        container_ips: host name -> the container's overlay address (the host's in host mode).
         hostfile: the DeepSpeed hostfile.
         manager_address: the manager container's overlay address (DeepSpeed's master_addr).
-        network_name / network_id: the overlay network.
+        network_mode: overlay or host.
+        network_name / network_id / network_mtu: the overlay network (overlay mode).
         image_ids: host name -> training image id.
         shell_command: how to open a shell in the manager container.
         training_status / training_log / training_summary: the run, when launched.
@@ -70,13 +71,15 @@ class Lab(pulumi.ComponentResource):
             ),
             pulumi.ResourceOptions(parent=self),
         )
-        self.swarm = self._create_swarm(name)
-        self.network = self._create_network(name)
+        # On the hosts' network there is no overlay, hence no swarm to carry one.
+        overlay = config.network.mode == "overlay"
+        self.swarm = self._create_swarm(name) if overlay else None
+        self.network = self._create_network(name, self.swarm) if self.swarm is not None else None
         self.image = self._create_image(name, project_dir)
         self.inputs = self._create_input_check(name)
         self.containers = {host.name: self._create_container(name, host.name, owner) for host in config.hosts}
         self.mesh = self._create_mesh(name)
-        self.hostfile = render_hostfile(config.hosts)
+        self.hostfile = render_hostfile(config.hosts, by_address=not overlay)
         self.launch = self._create_launch(name) if config.training.launch else None
         self.loss_plot = self._create_loss_plot_copy(name, project_dir)
         self._register()
@@ -92,7 +95,7 @@ class Lab(pulumi.ComponentResource):
             pulumi.ResourceOptions(parent=self),
         )
 
-    def _create_network(self, name: str) -> OverlayNetwork:
+    def _create_network(self, name: str, swarm: Swarm) -> OverlayNetwork:
         network = self.config.network
         return OverlayNetwork(
             f"{name}-network",
@@ -106,7 +109,7 @@ class Lab(pulumi.ComponentResource):
                 mtu=network.mtu,
                 encrypted=network.encrypted,
             ),
-            pulumi.ResourceOptions(parent=self, depends_on=[self.swarm]),
+            pulumi.ResourceOptions(parent=self, depends_on=[swarm]),
         )
 
     def _create_image(self, name: str, project_dir: Path) -> TrainingImage:
@@ -145,7 +148,11 @@ class Lab(pulumi.ComponentResource):
         host = next(host for host in self.config.hosts if host.name == host_name)
         image = self.image.per_host[host_name]
         # A worker's container needs the worker in the swarm (to see the overlay).
-        joined = [self.swarm.joins[host_name]] if host_name in self.swarm.joins else []
+        network: list[pulumi.Resource] = []
+        if self.swarm is not None and self.network is not None:
+            network = [self.network.resource]
+            if host_name in self.swarm.joins:
+                network.append(self.swarm.joins[host_name])
         # The model and datasets must be on the host before `docker run --volume` (which
         # would make empty directories in their place).
         checked = [self.inputs.per_host[host_name]] if self.inputs is not None else []
@@ -155,12 +162,12 @@ class Lab(pulumi.ComponentResource):
                 host_name=host_name,
                 connection=self.hosts[host_name].connection,
                 container_name=self.config.container.name,
-                network_name=self.config.network.name,
-                address=self.plan.address_of(host_name),
+                network_name=self.config.network.name if self.network is not None else "host",
+                address=self.config.node_address(host_name),
                 run_args=docker_run_args(self.config, host, self.image.tag, owner),
                 image_id=image.result.apply(lambda result: str(result["image_id"])),
             ),
-            pulumi.ResourceOptions(parent=self, depends_on=[self.network.resource, image, *joined, *checked]),
+            pulumi.ResourceOptions(parent=self, depends_on=[*network, image, *checked]),
         )
 
     def _create_mesh(self, name: str) -> SshMesh:
@@ -173,8 +180,8 @@ class Lab(pulumi.ComponentResource):
                         connection=self.hosts[host.name].connection,
                         container_name=self.config.container.name,
                         container_id=self.containers[host.name].container_id,
-                        address=self.plan.address_of(host.name),
-                        ssh_port=SSH_PORT_IN_CONTAINER,
+                        address=self.config.node_address(host.name),
+                        ssh_port=self.config.container_ssh_port,
                     )
                     for host in self.config.hosts_manager_first
                 )
@@ -246,11 +253,16 @@ class Lab(pulumi.ComponentResource):
             "container_ips": self.container_ips,
             "hostfile": self.hostfile,
             "manager_address": self.manager_address,
-            "network_name": self.network.name,
-            "network_id": self.network.network_id,
+            "network_mode": self.config.network.mode,
             "image_ids": self.image.image_ids,
             "shell_command": self.shell_command,
         }
+        if self.network is not None:
+            outputs |= {
+                "network_name": self.network.name,
+                "network_id": self.network.network_id,
+                "network_mtu": self.network.mtu,
+            }
         if self.launch is not None:
             outputs |= {
                 "training_status": self.launch.status,

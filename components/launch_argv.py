@@ -85,6 +85,12 @@ def launch_argv(
     ]
 
 
+def ssh_port_args(config: LabConfig) -> list[str]:
+    """``--ssh_port P`` when the containers' sshd is not on 22 (host mode)."""
+    port = config.container_ssh_port
+    return [] if port == 22 else ["--ssh_port", str(port)]
+
+
 ALLREDUCE_BENCH = "/opt/dslab/allreduce_bench.py"
 """The preflight's all-reduce program in the image."""
 
@@ -93,15 +99,15 @@ def preflight_argv_for(config: LabConfig, hostfile_path: str) -> list[str]:
     """The ``deepspeed`` argv of the preflight's all-reduce: the training's hostfile, master
     address and port (free again once the preflight ends), running allreduce_bench.py."""
     preflight = config.training.preflight
-    plan = config.address_plan()
     return [
         "deepspeed",
         "--hostfile",
         hostfile_path,
         "--master_addr",
-        plan.address_of(config.manager.name),
+        config.node_address(config.manager.name),
         "--master_port",
         str(config.training.master_port),
+        *ssh_port_args(config),
         ALLREDUCE_BENCH,
         "--sizes-mb",
         ",".join(f"{size:g}" for size in preflight.sizes_mb),
@@ -115,12 +121,12 @@ def preflight_argv_for(config: LabConfig, hostfile_path: str) -> list[str]:
 def launch_argv_for(
     config: LabConfig, hostfile_path: str, ds_config_path: str
 ) -> list[str]:
-    """:func:`launch_argv` with the lab's manager address, port and workload."""
-    plan = config.address_plan()
+    """:func:`launch_argv` with the lab's manager address, port, ssh port and workload."""
     return launch_argv(
         hostfile_path=hostfile_path,
-        master_addr=plan.address_of(config.manager.name),
+        master_addr=config.node_address(config.manager.name),
         master_port=config.training.master_port,
         workload=config.training.workload,
         ds_config_path=ds_config_path,
+        launcher_args=ssh_port_args(config),
     )

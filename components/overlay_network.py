@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 
@@ -22,21 +23,35 @@ class OverlayNetworkArgs:
     """Where swarm's own endpoints get addresses; the static container addresses are outside it."""
     gateway: str
     mtu: int | None
+    """None: the smallest MTU of the hosts' interfaces minus the VXLAN overhead."""
     encrypted: bool
+
+
+VXLAN_OVERHEAD = 50
+"""Bytes VXLAN adds to each packet (outer Ethernet 14, IPv4 20, UDP 8, VXLAN 8)."""
+
+
+def overlay_mtu(interface_mtus: list[int]) -> int:
+    """The overlay MTU that lets every host's VXLAN packets through unfragmented."""
+    return min(interface_mtus) - VXLAN_OVERHEAD
 
 
 class OverlayNetwork(pulumi.ComponentResource):
     """Creates the network on the manager with one RemoteScript (workers see it once a
     container of theirs attaches); when encrypted, first one RemoteScript per host that
-    checks its kernel can do IPsec, so that an overlay no traffic can cross is never made.
+    checks its kernel can do IPsec, so that an overlay no traffic can cross is never made;
+    without a configured MTU, one RemoteScript per host that reads its interface's MTU
+    (docker's fixed 1450 breaks large packets on hosts below 1500, and wastes jumbo frames).
 
     Outputs:
         name: the network's name.
         network_id: the engine's id of the network.
+        mtu: the overlay's MTU.
     """
 
     name: pulumi.Output[str]
     network_id: pulumi.Output[str]
+    mtu: pulumi.Output[int]
 
     def __init__(self, name: str, args: OverlayNetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(component_type("OverlayNetwork"), name, None, opts)
@@ -50,6 +65,24 @@ class OverlayNetwork(pulumi.ComponentResource):
             )
             for host in (args.hosts if args.encrypted else ())
         ]
+        if args.mtu is not None:
+            self.mtu = pulumi.Output.from_input(args.mtu)
+        else:
+            interfaces = [
+                RemoteScript(
+                    f"{name}-{host.name}-mtu",
+                    label=f"{host.name}: interface MTU",
+                    connection=host.connection,
+                    create=script_call("host/interface-mtu.sh", host.address),
+                    opts=pulumi.ResourceOptions(parent=self),
+                )
+                for host in args.hosts
+            ]
+
+            def smallest(results: list[dict[str, Any]]) -> int:
+                return overlay_mtu([int(result["mtu"]) for result in results])
+
+            self.mtu = pulumi.Output.all(*(interface.result for interface in interfaces)).apply(smallest)
         network = RemoteScript(
             f"{name}-{args.network_name}",
             label=f"{args.manager.name}: network {args.network_name}",
@@ -60,7 +93,7 @@ class OverlayNetwork(pulumi.ComponentResource):
                 args.subnet,
                 args.ip_range,
                 args.gateway,
-                str(args.mtu or ""),
+                self.mtu.apply(str),
                 "true" if args.encrypted else "false",
             ),
             read=script_call("host/network-read.sh", args.network_name),
@@ -72,4 +105,4 @@ class OverlayNetwork(pulumi.ComponentResource):
         self.resource = network
         self.name = pulumi.Output.from_input(args.network_name)
         self.network_id = network.result.apply(lambda result: str(result["id"]))
-        self.register_outputs({"name": self.name, "network_id": self.network_id})
+        self.register_outputs({"name": self.name, "network_id": self.network_id, "mtu": self.mtu})

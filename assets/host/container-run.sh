@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Start the node's training container, replacing a stale one of the same name, and wait
-# until its sshd answers. Usage: container-run.sh NAME NETWORK -- DOCKER_RUN_ARGS...
+# until its sshd answers. Usage: container-run.sh NAME NETWORK|host -- DOCKER_RUN_ARGS...
 set -euo pipefail
 name=$1 network=$2
 shift 3  # NAME NETWORK --
@@ -28,6 +28,11 @@ done
 docker exec "$name" pgrep -x sshd >/dev/null || { echo "sshd did not start in $name" >&2; docker logs --tail 30 "$name" >&2; exit 1; }
 
 id=$(docker inspect "$name" --format '{{.Id}}')
-ip=$(docker inspect "$name" --format "{{(index .NetworkSettings.Networks \"$network\").IPAddress}}")
 ifname=$(docker exec "$name" cat /run/dslab/socket_ifname)
+if [[ "$network" == host ]]; then
+  # The hosts' network: the address of the interface the entrypoint found, the host's own.
+  ip=$(docker exec "$name" ip -o -4 addr show dev "$ifname" | awk '{split($4, cidr, "/"); print cidr[1]; exit}')
+else
+  ip=$(docker inspect "$name" --format "{{(index .NetworkSettings.Networks \"$network\").IPAddress}}")
+fi
 printf '{"container_id": "%s", "ip": "%s", "socket_ifname": "%s"}\n' "$id" "$ip" "$ifname"

@@ -9,6 +9,11 @@ if existing=$(docker network inspect "$name" --format '{{range .IPAM.Config}}{{.
     echo "network $name exists with subnet $existing, not $subnet; remove it or pick another network.name" >&2
     exit 1
   fi
+  existing_mtu=$(docker network inspect "$name" --format '{{index .Options "com.docker.network.driver.mtu"}}')
+  if [[ -n "$mtu" && "${existing_mtu:-1450}" != "$mtu" ]]; then
+    echo "network $name exists with MTU ${existing_mtu:-1450}, not $mtu; remove it or pick another network.name" >&2
+    exit 1
+  fi
   echo "network $name already exists" >&2
 else
   options=(--driver overlay --attachable --subnet "$subnet" --ip-range "$ip_range" --gateway "$gateway")

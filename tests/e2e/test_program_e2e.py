@@ -77,6 +77,25 @@ def test_up_from_nothing_builds_the_cluster_and_trains_across_both_containers(st
     assert outputs["training_status"] == "succeeded"
 
 
+def test_the_overlay_mtu_leaves_room_for_vxlan_on_the_hosts_interface(stack: Stack) -> None:
+    host_mtu = int(on_host("server1", "cat", "/sys/class/net/eth0/mtu"))
+    assert stack.outputs()["network_mtu"] == host_mtu - 50
+    addresses = stack.outputs()["container_ips"]
+    assert isinstance(addresses, dict)
+    for host in HOSTS:
+        interfaces = on_host(host, "docker", "exec", "llm", "ip", "-o", "-4", "addr", "show")
+        overlay = next(line.split()[1] for line in interfaces.splitlines() if f" {addresses[host]}/" in line)
+        container_mtu = on_host(host, "docker", "exec", "llm", "cat", f"/sys/class/net/{overlay.split('@')[0]}/mtu")
+        assert int(container_mtu) == host_mtu - 50, f"{host}'s container interface on the overlay"
+
+
+def test_the_preflight_measured_the_overlay_before_training(stack: Stack) -> None:
+    outputs = stack.outputs()
+    assert float(str(outputs["preflight_busbw_gbps"])) > 0
+    report = on_host("server1", "docker", "exec", "llm", "cat", "/opt/dslab/run/preflight.log")
+    assert report.count("dslab: allreduce size_mb=") == 3, "1, 16 and 64 MiB"
+
+
 def test_a_second_preview_shows_no_changes(stack: Stack) -> None:
     stack.pulumi("preview", "--expect-no-changes")
 
@@ -140,7 +159,7 @@ def test_changing_a_training_argument_reruns_only_training(stack: Stack) -> None
         for step in preview.get("steps", [])
         if step.get("op") not in ("same", "read", "refresh")
     }
-    assert changed == {"lab-training-run"}, f"only the launch changes: {changed}"
+    assert changed == {"lab-training-preflight-check", "lab-training-run"}, f"only the launch changes: {changed}"
 
     stack.pulumi("up", "--yes")
     after = stack.outputs()

@@ -229,9 +229,37 @@ def test_an_mtu_out_of_range_is_rejected() -> None:
 
 
 def test_an_unknown_network_mode_is_rejected() -> None:
-    assert problems(lab(network={"mode": "host"})) == [
-        "dslab:network.mode: 'host' is not allowed; expected one of 'overlay'"
+    assert problems(lab(network={"mode": "bridge"})) == [
+        "dslab:network.mode: 'bridge' is not allowed; expected one of 'overlay' or 'host'"
     ]
+
+
+def test_host_mode_refuses_the_hosts_own_sshd_port_for_the_containers() -> None:
+    assert problems(lab(network={"mode": "host"}, container={"ssh_port": 22})) == [
+        "dslab:container.ssh_port: 22 is hosts[0].ssh_port, where server1's own sshd listens; with "
+        "network.mode host the container shares the host's ports: pick another, e.g. 2222",
+        "dslab:container.ssh_port: 22 is hosts[1].ssh_port, where server2's own sshd listens; with "
+        "network.mode host the container shares the host's ports: pick another, e.g. 2222",
+    ]
+
+
+def test_host_mode_refuses_overlay_only_settings() -> None:
+    assert problems(lab(network={"mode": "host", "encrypted": True})) == [
+        "dslab:network.encrypted: encrypts the overlay, and network.mode host has none; remove it, "
+        "or set network.mode: overlay"
+    ]
+    values = with_host(1, container_address="10.0.3.140")
+    values["network"] = {"mode": "host"}
+    assert problems(values) == [
+        "dslab:hosts[1].container_address: '10.0.3.140' has no use with network.mode host (containers "
+        "use the host's address); remove it, or set network.mode: overlay"
+    ]
+
+
+def test_host_mode_reaches_containers_at_the_hosts_addresses_on_port_2222() -> None:
+    config = load_lab_config(lab(network={"mode": "host"}))
+    assert config.container_ssh_port == 2222
+    assert [config.node_address(host.name) for host in config.hosts] == [host.address for host in config.hosts]
 
 
 def test_a_container_address_outside_the_subnet_is_rejected() -> None:

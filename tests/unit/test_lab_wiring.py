@@ -52,6 +52,7 @@ def fake_result(script: str, name: str) -> dict[str, Any]:
         "host/container-run.sh": {"container_id": f"{name}-cid", "ip": "10.0.3.128", "socket_ifname": "eth0"},
         "host/mesh-collect.sh": {"user_key": f"ssh-ed25519 AAAA{name}", "host_key": f"ssh-ed25519 BBBB{name}"},
         "host/deepspeed-launch.sh": {"status": "succeeded", "log": "/opt/dslab/run/train.log"},
+        "host/interface-mtu.sh": {"interface": "eth0", "mtu": 1500 if "server1" in name else 9000},
         "host/cluster-preflight.sh": {"nodes": 2, "busbw_gbps": 3.5, "allreduce": {"backend": "gloo"}},
     }.get(script, {})
 
@@ -208,5 +209,64 @@ def test_without_preflight_training_follows_the_run_files_directly(mocks: Record
             "lab-training-server1-files-id",
             "lab-training-server2-files-id",
         ]
+
+    return everything_registered(lab).apply(check)
+
+
+@pulumi.runtime.test
+def test_the_overlay_mtu_is_the_smallest_host_interface_mtu_less_the_vxlan_overhead(mocks: RecordingMocks) -> Any:
+    lab = build_dev_lab()
+
+    def check(values: list[Any]) -> None:
+        assert {name for name in mocks.resources if name.endswith("-mtu")} == {
+            "lab-network-server1-mtu",
+            "lab-network-server2-mtu",
+        }, "every host's interface is read"
+        create = mocks.resources["lab-network-test-net"].inputs["create"]
+        assert create["args"][4] == "1450", "server1's 1500 (not server2's 9000) minus 50"
+        assert values[0] == 1450
+
+    return pulumi.Output.all(lab.outputs["network_mtu"], everything_registered(lab)).apply(check)
+
+
+def test_overlay_mtu_arithmetic() -> None:
+    from components.overlay_network import overlay_mtu
+
+    assert overlay_mtu([1500]) == 1450
+    assert overlay_mtu([9000, 1400]) == 1350, "this machine's own eth0 is 1400"
+
+
+def build_host_mode_lab() -> Any:
+    from components.config import load_lab_config, strip_namespace
+    from components.lab import Lab
+
+    document = yaml.safe_load((REPO / "Pulumi.dev.yaml").read_text(encoding="utf-8"))
+    values, _ = strip_namespace(document["config"])
+    values["network"] = {"mode": "host"}
+    return Lab("lab", load_lab_config(values), project_dir=Path(REPO), owner="organization/dslab/dev")
+
+
+@pulumi.runtime.test
+def test_host_mode_has_no_swarm_or_overlay_and_reaches_containers_at_the_hosts_addresses(
+    mocks: RecordingMocks,
+) -> Any:
+    lab = build_host_mode_lab()
+    assert lab.hostfile == "10.0.18.1 slots=1\n10.0.18.2 slots=1\n", "the hostfile names the hosts' addresses"
+    assert "network_name" not in lab.outputs and lab.outputs["network_mode"] == "host"
+
+    def check(_: Any) -> None:
+        scripts = {r.inputs["create"]["script"] for r in mocks.resources.values() if r.type == REMOTE_SCRIPT}
+        assert not scripts & {"host/swarm-init.sh", "host/swarm-join.sh", "host/network-create.sh"}
+        run_args = mocks.resources["lab-server2-run"].inputs["create"]["args"]
+        assert run_args[:3] == ["llm", "host", "--"], "container-run.sh reads the address off the host's network"
+        assert "--network" in run_args and run_args[run_args.index("--network") + 1] == "host"
+        assert "--ip" not in run_args and "server1:10.0.18.1" in run_args
+        assert "DSLAB_SSH_PORT=2222" in run_args and "DSLAB_OVERLAY_SUBNET=10.0.18.2/32" in run_args
+        launch = mocks.resources["lab-training-run"].inputs["create"]["args"]
+        training = launch[launch.index("--") + 1 :]
+        assert training[:9] == [
+            "deepspeed", "--hostfile", "/opt/dslab/run/hostfile", "--master_addr", "10.0.18.1",
+            "--master_port", "29500", "--ssh_port", "2222",
+        ]  # fmt: skip
 
     return everything_registered(lab).apply(check)
