@@ -7,7 +7,7 @@ STACK ?= dev
 # Every pulumi call runs with the project's toolchain and local state backend.
 PULUMI := source toolchain/env.sh && pulumi
 
-.PHONY: help venv dev-tools engine toolchain lab-up lab-down lab-status demo demo-down test test-unit test-e2e test-faults check
+.PHONY: help venv dev-tools engine toolchain lab-up lab-down lab-status demo demo-down test test-unit test-e2e test-faults check bench
 
 help:
 	@echo "make demo        start the 2-host simulated lab and run 'pulumi up' on the dev stack"
@@ -15,6 +15,7 @@ help:
 	@echo "make test        install everything and run the whole test suite (unit and e2e)"
 	@echo "make test-unit   the fast tests only (no engine needed)"
 	@echo "make test-faults the fault, drift and secrets scenarios on the lab (docs/reliability.md)"
+	@echo "make bench       measure lifecycle and network on the lab (bench/results.json; BENCH_ARGS=--help)"
 	@echo "make toolchain   build or reuse the Pulumi CLI, language host and plugins"
 	@echo "make lab-up      start the simulated lab (HOSTS=$(HOSTS)); lab-down, lab-status"
 
@@ -70,3 +71,8 @@ test: venv dev-tools engine toolchain
 
 test-faults: venv engine toolchain
 	$(PY) -m pytest -m faults
+
+# Lab sizes and runs: BENCH_ARGS="--runs 3 --hosts 2,4,8 --only cold" (python -m bench --help).
+bench: venv engine toolchain
+	$(PY) -m pip install --quiet -r bench/requirements.txt
+	$(PY) -m bench $(BENCH_ARGS)

@@ -1,0 +1,1 @@
+"""`make bench`: the lifecycle and the training network, measured on the simulated lab."""

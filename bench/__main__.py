@@ -1,0 +1,61 @@
+"""`python -m bench [--runs N] [--hosts 2,4,8] [--distribution-hosts 2,4] [--only PART,...]`
+
+Measures on the simulated lab (it brings up as many hosts as each part needs) and writes
+bench/results.json and bench/results.png. Parts: floor, steady, cold, distribution, allreduce.
+A part left out keeps its figures from the previous results.json, so parts can be rerun alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import lifecycle, network, report
+
+HERE = Path(__file__).resolve().parent
+PARTS = ("floor", "steady", "cold", "distribution", "allreduce")
+
+
+def host_counts(text: str) -> list[int]:
+    return [int(count) for count in text.split(",") if count]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[1])
+    parser.add_argument("--runs", type=int, default=3, help="measured runs per figure, after a warm-up (default 3)")
+    parser.add_argument("--hosts", type=host_counts, default=[2, 4, 8], help="cold up lab sizes (default 2,4,8)")
+    parser.add_argument("--distribution-hosts", type=host_counts, default=[2, 4], help="default 2,4")
+    parser.add_argument("--only", default=",".join(PARTS), help=f"parts to run (default all: {','.join(PARTS)})")
+    args = parser.parse_args()
+    parts = set(args.only.split(","))
+    unknown = parts - set(PARTS)
+    if unknown:
+        parser.error(f"--only: unknown part(s) {', '.join(sorted(unknown))}; expected some of {', '.join(PARTS)}")
+
+    path = HERE / "results.json"
+    results: dict[str, Any] = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    started = time.monotonic()
+    if "floor" in parts:
+        results["empty_preview_s"] = lifecycle.empty_program_preview(args.runs)
+    if "steady" in parts:
+        results["steady_state"] = lifecycle.steady_state(args.runs)
+    if "cold" in parts:
+        results["cold_up"] = [lifecycle.cold_up_against_floor(hosts, args.runs) for hosts in args.hosts]
+    if "distribution" in parts:
+        results["distribution"] = [lifecycle.distribution(hosts, args.runs) for hosts in args.distribution_hosts]
+    if "allreduce" in parts:
+        results["allreduce_busbw_gbps"] = network.allreduce_three_ways(args.runs)
+    results["machine"] = {"cpus": os.cpu_count(), "platform": platform.platform()}
+    results["runs"] = args.runs
+    lifecycle.lab_up(2)
+    report.write(results, HERE)
+    print(f"bench: done in {time.monotonic() - started:.0f} s; bench/results.json, bench/results.png", flush=True)
+
+
+if __name__ == "__main__":
+    main()

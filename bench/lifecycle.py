@@ -1,0 +1,220 @@
+"""Timings of the stack's lifecycle on the simulated lab, each beside its floor.
+
+- cold `pulumi up` (claims, swarm, overlay, image, containers, SSH mesh; no training) against
+  floor-up.sh doing the same steps by hand, as parallel as a shell script gets;
+- no-op `pulumi up` / `pulumi preview` on the unchanged stack against `pulumi preview` of an
+  empty program (what the engine costs by itself);
+- a training-argument change: how long `pulumi up` takes until the new run has started;
+- image distribution: build on every host against build once and ship.
+
+Runs alternate between the tool and its floor so that drift in the machine's speed hits both.
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from components.build_context import build_args, context_entries, context_hash
+from components.config import load_stack_file
+from components.container_spec import docker_run_args
+from components.remote_script import archive_bytes
+from tests.support.pulumi_cli import REPO, PulumiCli
+from tests.support.stack_project import project_copy
+
+STACK = "bench"
+FLOOR_UP = REPO / "bench" / "floor-up.sh"
+FLOOR_DOWN = REPO / "bench" / "floor-down.sh"
+LAB_CONFIG = REPO / ".lab" / "stack-config.yaml"
+SSH_CONFIG = REPO / ".lab" / "ssh_config"
+
+
+def log(message: str) -> None:
+    print(f"bench: {message}", flush=True)
+
+
+def timed(action: Callable[[], Any]) -> float:
+    started = time.monotonic()
+    action()
+    return time.monotonic() - started
+
+
+def median(values: list[float]) -> float:
+    return round(statistics.median(values), 3)
+
+
+def lab_up(hosts: int) -> None:
+    subprocess.run([str(REPO / ".venv" / "bin" / "python"), "-m", "lab", "up", "--hosts", str(hosts)], cwd=REPO, check=True)
+
+
+class BenchStack:
+    """The dev stack's configuration on the lab's current hosts, in a project copy of its own."""
+
+    def __init__(self, work: Path) -> None:
+        self.cli = PulumiCli(project_dir=project_copy(work, (STACK,)), state_dir=work / "state")
+        self.cli.run("stack", "init", STACK)
+        self.config_path = self.cli.project_dir / f"Pulumi.{STACK}.yaml"
+        lab = yaml.safe_load(LAB_CONFIG.read_text(encoding="utf-8"))
+        self.change({"dslab:hosts": lab["dslab:hosts"]})
+        self.change({"dslab:training": {"launch": False}})
+
+    def change(self, values: dict[str, Any]) -> None:
+        """Sets top-level keys; mappings are merged one level deep."""
+        document = yaml.safe_load(self.config_path.read_text(encoding="utf-8"))
+        for key, value in values.items():
+            current = document["config"].get(key)
+            if isinstance(value, dict) and isinstance(current, dict):
+                value = {**current, **value}
+            document["config"][key] = value
+        self.config_path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+
+    def pulumi(self, *args: str) -> str:
+        return self.cli.run(*args, "--stack", STACK).stdout
+
+    def up(self) -> None:
+        self.pulumi("up", "--yes", "--skip-preview")
+
+    def destroy(self) -> None:
+        self.pulumi("destroy", "--yes", "--skip-preview")
+
+    def outputs_of(self, key: str) -> Any:
+        return self.cli.outputs(STACK)[key]
+
+    def config(self) -> Any:
+        return load_stack_file(self.config_path)
+
+
+@contextmanager
+def bench_stack() -> Iterator[BenchStack]:
+    work = Path(tempfile.mkdtemp(prefix="dslab-bench-"))
+    stack = BenchStack(work)
+    try:
+        yield stack
+    finally:
+        stack.cli.run("destroy", "--yes", "--stack", STACK, check=False)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+class Floor:
+    """floor-up.sh and floor-down.sh for the stack's configuration."""
+
+    def __init__(self, stack: BenchStack, work: Path) -> None:
+        config = stack.config()
+        image = config.image
+        entries = context_entries(image, stack.cli.project_dir)
+        arguments = build_args(image)
+        self.tag = f"{image.tag}:{context_hash(entries, arguments)}-floor"
+        self.context = work / "context.tar"
+        self.context.write_bytes(archive_bytes(entries))
+        self.build_flags = [f"--build-arg={key}={value}" for key, value in sorted(arguments.items())]
+        plan = config.address_plan()
+        self.network = [config.network.name, config.network.subnet, plan.ip_range, plan.gateway]
+        self.args_dir = work / "run-args"
+        self.args_dir.mkdir(exist_ok=True)
+        for host in config.hosts:
+            args = docker_run_args(config, host, self.tag, owner="bench-floor")
+            (self.args_dir / f"{host.name}.args").write_bytes(b"".join(arg.encode() + b"\0" for arg in args))
+        self.hosts = [f"{host.name}={host.address}" for host in config.hosts_manager_first]
+        self.names = [host.name for host in config.hosts_manager_first]
+        self.mtu = str(config.network.mtu or 1450)
+
+    def up(self) -> None:
+        subprocess.run(
+            ["bash", str(FLOOR_UP), str(SSH_CONFIG), str(self.context), self.tag, *self.network, self.mtu,
+             str(self.args_dir), *self.hosts],
+            check=True, env={"PATH": "/usr/bin:/bin", "BUILD_FLAGS": " ".join(self.build_flags)},
+        )  # fmt: skip
+
+    def down(self) -> None:
+        subprocess.run(["bash", str(FLOOR_DOWN), str(SSH_CONFIG), self.tag, self.network[0], *self.names], check=True)
+
+
+def cold_up_against_floor(hosts: int, runs: int) -> dict[str, Any]:
+    """Median cold `pulumi up` and floor-up.sh on `hosts` hosts, after one discarded warm-up each."""
+    lab_up(hosts)
+    with bench_stack() as stack:
+        floor = Floor(stack, stack.cli.state_dir.parent)
+        log(f"{hosts} hosts: warm-up (fills the build cache)")
+        stack.up()
+        stack.destroy()
+        floor.up()
+        floor.down()
+        tool: list[float] = []
+        script: list[float] = []
+        for run in range(runs):
+            tool.append(timed(stack.up))
+            stack.destroy()
+            script.append(timed(floor.up))
+            floor.down()
+            log(f"{hosts} hosts, run {run + 1}/{runs}: pulumi up {tool[-1]:.1f} s, floor {script[-1]:.1f} s")
+    return {"hosts": hosts, "pulumi_up_s": median(tool), "floor_s": median(script), "runs": runs,
+            "pulumi_up_all_s": tool, "floor_all_s": script}  # fmt: skip
+
+
+def distribution(hosts: int, runs: int) -> dict[str, Any]:
+    """Cold up with build-once against every-host, once the build caches are warm."""
+    lab_up(hosts)
+    result: dict[str, Any] = {"hosts": hosts}
+    with bench_stack() as stack:
+        for mode in ("build-once", "every-host"):
+            stack.change({"dslab:image": {"distribution": mode}})
+            first = timed(stack.up)
+            stack.destroy()
+            times = []
+            for _ in range(runs):
+                times.append(timed(stack.up))
+                stack.destroy()
+            log(f"{hosts} hosts, {mode}: first {first:.1f} s, then median {median(times):.1f} s")
+            result[mode] = {"first_s": round(first, 3), "warm_s": median(times), "all_s": times}
+    return result
+
+
+def empty_program_preview(runs: int) -> float:
+    """The engine's floor: `pulumi preview` of a program that declares nothing."""
+    work = Path(tempfile.mkdtemp(prefix="dslab-bench-empty-"))
+    try:
+        project = work / "project"
+        project.mkdir()
+        (project / "Pulumi.yaml").write_text("name: dslab-empty\nruntime:\n  name: python\n", encoding="utf-8")
+        (project / "__main__.py").write_text('"""Declares nothing."""\n', encoding="utf-8")
+        cli = PulumiCli(project_dir=project, state_dir=work / "state")
+        cli.run("stack", "init", "empty")
+        cli.run("up", "--yes", "--stack", "empty")
+        times = [timed(lambda: cli.run("preview", "--stack", "empty")) for _ in range(runs)]
+        return median(times)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def steady_state(runs: int) -> dict[str, Any]:
+    """No-op preview and up on the unchanged 2-host stack, and a training-argument change."""
+    lab_up(2)
+    with bench_stack() as stack:
+        stack.change({"dslab:training": {"launch": True, "wait": True}})
+        stack.up()
+        preview = [timed(lambda: stack.pulumi("preview", "--expect-no-changes")) for _ in range(runs)]
+        noop_up = [timed(lambda: stack.pulumi("up", "--yes", "--skip-preview", "--expect-no-changes")) for _ in range(runs)]
+        # Background mode: `up` returns once the new run has started.
+        restart = []
+        for run in range(runs):
+            stack.change({"dslab:training": {"wait": False, "workload": {
+                "kind": "script", "entrypoint": "/opt/dslab/train_tiny.py", "args": ["--steps", str(30 + run)]}}})  # fmt: skip
+            restart.append(timed(stack.up))
+            log(f"argument change {run + 1}/{runs}: new run started after {restart[-1]:.1f} s")
+    return {
+        "noop_preview_s": median(preview),
+        "noop_up_s": median(noop_up),
+        "argument_change_to_start_s": median(restart),
+        "noop_preview_all_s": preview,
+        "noop_up_all_s": noop_up,
+        "argument_change_all_s": restart,
+    }
