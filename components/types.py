@@ -157,9 +157,9 @@ def seconds(value: int) -> int:
 def non_negative_float(value: Any) -> float:
     """A number >= 0 (an int is taken as a float); a boolean is refused."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"{value!r} is not a number; expected e.g. 2.5")
+        raise ValueError("is not a number; expected e.g. 2.5")
     if value < 0:
-        raise ValueError(f"{value!r} must be 0 or more; expected e.g. 2.5")
+        raise ValueError("must be 0 or more; expected e.g. 2.5")
     return float(value)
 
 
@@ -167,7 +167,7 @@ def positive_float(value: Any) -> float:
     """A number > 0 (an int is taken as a float); a boolean is refused."""
     number = non_negative_float(value)
     if number == 0:
-        raise ValueError("0 must be more than 0; expected e.g. 16")
+        raise ValueError("must be more than 0; expected e.g. 16")
     return number
 
 
