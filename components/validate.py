@@ -65,17 +65,21 @@ def summary(config: LabConfig) -> str:
     for host in order_manager_first(config.hosts):
         lines.append(
             f"  {host.name:<12} {host.role:<7} {host.ssh_user}@{host.address}:{host.ssh_port}"
-            f"  container {plan.address_of(host.name):<15} gpus {_gpus(host.gpus)}"
+            f"  container {config.node_address(host.name):<15} gpus {_gpus(host.gpus)}"
             f"  slots {host.slots}"
         )
     lines += [
         f"world size: {config.world_size}",
-        f"network: {network.mode} {network.name} subnet {plan.subnet} gateway {plan.gateway} "
-        f"ip_range {plan.ip_range}" + (" encrypted" if network.encrypted else ""),
+        (
+            f"network: {network.mode} {network.name} subnet {plan.subnet} gateway {plan.gateway} "
+            f"ip_range {plan.ip_range}" + (" encrypted" if network.encrypted else "")
+            if network.mode == "overlay"
+            else "network: host (no swarm, no overlay)"
+        ),
         f"image: {config.image.variant} {config.image.tag} from {config.image.base_image} "
         f"({config.image.distribution})",
         f"container: {config.container.name} shm {config.container.shm_size} "
-        f"restart {config.container.restart}",
+        f"restart {config.container.restart} sshd port {config.container_ssh_port}",
         f"training: {_workload(config)}; ZeRO stage {config.training.deepspeed.zero_stage}, "
         f"precision {config.training.deepspeed.precision}; "
         + ("launch" if config.training.launch else "no launch")
