@@ -27,6 +27,7 @@ import yaml
 from components.build_context import build_args, context_entries, context_hash
 from components.config import load_stack_file
 from components.container_spec import docker_run_args
+from components.overlay_network import driver_mtu_option
 from components.remote_script import archive_bytes
 from tests.support.pulumi_cli import REPO, PulumiCli
 from tests.support.stack_project import project_copy
@@ -125,7 +126,8 @@ class Floor:
             (self.args_dir / f"{host.name}.args").write_bytes(b"".join(arg.encode() + b"\0" for arg in args))
         self.hosts = [f"{host.name}={host.address}" for host in config.hosts_manager_first]
         self.names = [host.name for host in config.hosts_manager_first]
-        self.mtu = str(config.network.mtu or 1450)
+        # The lab hosts' interfaces are 1500: the driver option pulumi derives for them.
+        self.mtu = str(driver_mtu_option(config.network.mtu) if config.network.mtu else 1500)
 
     def up(self) -> None:
         subprocess.run(

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # On the manager: create the attachable overlay network (idempotent when it exists with
-# the same subnet). Usage: network-create.sh NAME SUBNET IP_RANGE GATEWAY MTU|"" ENCRYPTED(true|false)
+# the same subnet). Usage: network-create.sh NAME SUBNET IP_RANGE GATEWAY DRIVER_MTU|"" ENCRYPTED(true|false)
+# DRIVER_MTU is the overlay driver's mtu option: the underlay's MTU, containers get 50 less.
 set -euo pipefail
 name=$1 subnet=$2 ip_range=$3 gateway=$4 mtu=$5 encrypted=$6
 
@@ -10,8 +11,8 @@ if existing=$(docker network inspect "$name" --format '{{range .IPAM.Config}}{{.
     exit 1
   fi
   existing_mtu=$(docker network inspect "$name" --format '{{index .Options "com.docker.network.driver.mtu"}}')
-  if [[ -n "$mtu" && "${existing_mtu:-1450}" != "$mtu" ]]; then
-    echo "network $name exists with MTU ${existing_mtu:-1450}, not $mtu; remove it or pick another network.name" >&2
+  if [[ -n "$mtu" && "${existing_mtu:-1500}" != "$mtu" ]]; then
+    echo "network $name exists with driver MTU ${existing_mtu:-1500}, not $mtu; remove it or pick another network.name" >&2
     exit 1
   fi
   echo "network $name already exists" >&2

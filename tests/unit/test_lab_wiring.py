@@ -223,17 +223,18 @@ def test_the_overlay_mtu_is_the_smallest_host_interface_mtu_less_the_vxlan_overh
             "lab-network-server2-mtu",
         }, "every host's interface is read"
         create = mocks.resources["lab-network-test-net"].inputs["create"]
-        assert create["args"][4] == "1450", "server1's 1500 (not server2's 9000) minus 50"
+        assert create["args"][4] == "1500", "docker's option is the underlay's MTU: server1's 1500 (not 9000)"
         assert values[0] == 1450
 
     return pulumi.Output.all(lab.outputs["network_mtu"], everything_registered(lab)).apply(check)
 
 
 def test_overlay_mtu_arithmetic() -> None:
-    from components.overlay_network import overlay_mtu
+    from components.overlay_network import driver_mtu_option, overlay_mtu
 
     assert overlay_mtu([1500]) == 1450
     assert overlay_mtu([9000, 1400]) == 1350, "this machine's own eth0 is 1400"
+    assert driver_mtu_option(1450) == 1500, "docker gives containers 50 less than its option"
 
 
 def build_host_mode_lab() -> Any:
