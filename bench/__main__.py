@@ -18,7 +18,7 @@ from typing import Any
 from bench import lifecycle, network, report
 
 HERE = Path(__file__).resolve().parent
-PARTS = ("floor", "steady", "cold", "distribution", "allreduce")
+PARTS = ("floor", "steady", "cold", "allreduce", "distribution")
 
 
 def host_counts(text: str) -> list[int]:
@@ -29,7 +29,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[1])
     parser.add_argument("--runs", type=int, default=3, help="measured runs per figure, after a warm-up (default 3)")
     parser.add_argument("--hosts", type=host_counts, default=[2, 4, 8], help="cold up lab sizes (default 2,4,8)")
-    parser.add_argument("--distribution-hosts", type=host_counts, default=[2, 4], help="default 2,4")
+    parser.add_argument(
+        "--large-runs", type=int, default=1, help="measured cold-up runs on labs above 2 hosts (default 1)"
+    )
+    parser.add_argument("--distribution-hosts", type=host_counts, default=[2], help="lab sizes for build-once vs every-host (default 2; each new host builds cold once)")
     parser.add_argument("--only", default=",".join(PARTS), help=f"parts to run (default all: {','.join(PARTS)})")
     args = parser.parse_args()
     parts = set(args.only.split(","))
@@ -45,11 +48,14 @@ def main() -> None:
     if "steady" in parts:
         results["steady_state"] = lifecycle.steady_state(args.runs)
     if "cold" in parts:
-        results["cold_up"] = [lifecycle.cold_up_against_floor(hosts, args.runs) for hosts in args.hosts]
-    if "distribution" in parts:
-        results["distribution"] = [lifecycle.distribution(hosts, args.runs) for hosts in args.distribution_hosts]
+        results["cold_up"] = [
+            lifecycle.cold_up_against_floor(hosts, args.runs if hosts <= 2 else args.large_runs, warm_up=index == 0)
+            for index, hosts in enumerate(args.hosts)
+        ]
     if "allreduce" in parts:
         results["allreduce_busbw_gbps"] = network.allreduce_three_ways(args.runs)
+    if "distribution" in parts:
+        results["distribution"] = [lifecycle.distribution(hosts, args.large_runs) for hosts in args.distribution_hosts]
     results["machine"] = {"cpus": os.cpu_count(), "platform": platform.platform()}
     results["runs"] = args.runs
     lifecycle.lab_up(2)

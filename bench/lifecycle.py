@@ -140,16 +140,18 @@ class Floor:
         subprocess.run(["bash", str(FLOOR_DOWN), str(SSH_CONFIG), self.tag, self.network[0], *self.names], check=True)
 
 
-def cold_up_against_floor(hosts: int, runs: int) -> dict[str, Any]:
-    """Median cold `pulumi up` and floor-up.sh on `hosts` hosts, after one discarded warm-up each."""
+def cold_up_against_floor(hosts: int, runs: int, warm_up: bool) -> dict[str, Any]:
+    """Median cold `pulumi up` and floor-up.sh on `hosts` hosts, after one discarded warm-up
+    each when `warm_up` (the manager's build cache is what a warm-up fills; it stays)."""
     lab_up(hosts)
     with bench_stack() as stack:
         floor = Floor(stack, stack.cli.state_dir.parent)
-        log(f"{hosts} hosts: warm-up (fills the build cache)")
-        stack.up()
-        stack.destroy()
-        floor.up()
-        floor.down()
+        if warm_up:
+            log(f"{hosts} hosts: warm-up (fills the build cache)")
+            stack.up()
+            stack.destroy()
+            floor.up()
+            floor.down()
         tool: list[float] = []
         script: list[float] = []
         for run in range(runs):
