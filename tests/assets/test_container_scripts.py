@@ -364,3 +364,61 @@ def test_a_malformed_subnet_exits_64_naming_it(fake_ip_env: dict[str, str], subn
     result = run(SOCKET_IFNAME, subnet, env=fake_ip_env)
     assert result.returncode == 64
     assert f"got '{subnet}'" in result.stderr
+
+
+# --- preflight.sh -----------------------------------------------------------------------
+
+PREFLIGHT = ASSETS / "container" / "preflight.sh"
+ALLREDUCE_RESULT = 'dslab: allreduce_result {"backend": "gloo", "world_size": 2, "sizes": [], "busbw_gbps": 3.5}'
+
+
+def local_ssh_env(tmp_path: Path, other_hostfile: Path | None = None) -> dict[str, str]:
+    """An `ssh` that runs the remote command here (every node is this machine); with
+    `other_hostfile`, node server2 reads that file instead of the real one."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    swap = f'[ "$host" = server2 ] && command=$(echo "$command" | sed "s#{tmp_path}/hostfile#{other_hostfile}#")' if other_hostfile else ":"
+    (bin_dir / "ssh").write_text(
+        "#!/bin/bash\n"
+        'while [ "$1" = -o ]; do shift 2; done\n'
+        'host=$1; shift; command="$*"\n'
+        f"{swap}\n"
+        'exec bash -c "${command:-true}"\n'
+    )
+    (bin_dir / "ssh").chmod(0o755)
+    return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+
+
+def preflight(tmp_path: Path, *options: str, command: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "hostfile").write_text("server1 slots=1\nserver2 slots=1\n")
+    return run(
+        PREFLIGHT, "--workdir", tmp_path, "--hostfile", tmp_path / "hostfile", "--log", tmp_path / "preflight.log",
+        *options, "--", "sh", "-c", command, env=env,
+    )  # fmt: skip
+
+
+def test_a_passing_preflight_prints_the_bus_bandwidth_as_json(tmp_path: Path) -> None:
+    result = preflight(tmp_path, command=f"echo '{ALLREDUCE_RESULT}'", env=local_ssh_env(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert '"busbw_gbps": 3.5' in result.stdout.splitlines()[-1] and '"nodes": 2' in result.stdout
+    assert "every node sees the same hostfile and addresses" in result.stderr
+
+
+def test_a_bandwidth_below_the_minimum_stops_the_launch_naming_the_key(tmp_path: Path) -> None:
+    result = preflight(tmp_path, "--min-busbw", "10", command=f"echo '{ALLREDUCE_RESULT}'", env=local_ssh_env(tmp_path))
+    assert result.returncode == 1
+    assert "3.5 Gbit/s is below the minimum 10 Gbit/s (training.preflight.min_busbw_gbps)" in result.stderr
+
+
+def test_a_node_with_another_hostfile_is_named(tmp_path: Path) -> None:
+    other = tmp_path / "other-hostfile"
+    other.write_text("server2 slots=1\nserver1 slots=1\n")
+    result = preflight(tmp_path, command="true", env=local_ssh_env(tmp_path, other_hostfile=other))
+    assert result.returncode == 1
+    assert result.stderr.rstrip().endswith(": server2"), result.stderr
+
+
+def test_a_failed_all_reduce_fails_with_its_log(tmp_path: Path) -> None:
+    result = preflight(tmp_path, command="echo gloo connect timeout; exit 3", env=local_ssh_env(tmp_path))
+    assert result.returncode == 1
+    assert "gloo connect timeout" in result.stderr and "the all-reduce failed (exit 3)" in result.stderr
