@@ -261,7 +261,11 @@ def test_a_network_cut_during_training_fails_up_within_a_bounded_time(stack: Sta
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 300
-        while "dslab: step=" not in in_container("server1", "cat", "/opt/dslab/run/train.log", check=False):
+        # This run, not the last one's log: the preflight comes first, then the status says running.
+        while not (
+            in_container("server1", "cat", "/opt/dslab/run/status", check=False).strip() == "running"
+            and "dslab: step=" in in_container("server1", "cat", "/opt/dslab/run/train.log", check=False)
+        ):
             assert running.poll() is None and time.monotonic() < deadline, "training did not start"
             time.sleep(2)
         lab_fault("network-cut", "server2")
