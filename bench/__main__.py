@@ -32,6 +32,11 @@ def main() -> None:
     parser.add_argument(
         "--large-runs", type=int, default=1, help="measured cold-up runs on labs above 2 hosts (default 1)"
     )
+    parser.add_argument(
+        "--warm-up",
+        action="store_true",
+        help="a discarded cold up first (only useful where builds cache across destroy: BuildKit engines)",
+    )
     parser.add_argument("--distribution-hosts", type=host_counts, default=[2], help="lab sizes for build-once vs every-host (default 2; each new host builds cold once)")
     parser.add_argument("--only", default=",".join(PARTS), help=f"parts to run (default all: {','.join(PARTS)})")
     args = parser.parse_args()
@@ -49,8 +54,8 @@ def main() -> None:
         results["steady_state"] = lifecycle.steady_state(args.runs)
     if "cold" in parts:
         results["cold_up"] = [
-            lifecycle.cold_up_against_floor(hosts, args.runs if hosts <= 2 else args.large_runs, warm_up=index == 0)
-            for index, hosts in enumerate(args.hosts)
+            lifecycle.cold_up_against_floor(hosts, args.runs if hosts <= 2 else args.large_runs, warm_up=args.warm_up)
+            for hosts in args.hosts
         ]
     if "allreduce" in parts:
         results["allreduce_busbw_gbps"] = network.allreduce_three_ways(args.runs)
