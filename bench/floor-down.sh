@@ -5,7 +5,7 @@
 set -uo pipefail
 ssh_config=$1 tag=$2 network=$3
 shift 3
-on() { local host=$1; shift; ssh -F "$ssh_config" "$host" "$@"; }
+on() { local host=$1; shift; ssh -F "$ssh_config" "$host" "$(printf '%q ' "$@")"; }
 for host in "$@"; do on "$host" docker rm --force llm >/dev/null 2>&1 & done
 wait
 on "$1" docker network rm "$network" >/dev/null 2>&1

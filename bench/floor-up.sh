@@ -15,40 +15,59 @@ shift 9
 manager=${1%%=*} manager_address=${1#*=}
 shift
 workers=()
-for worker in "$@"; do workers+=("${worker%%=*}"); done
+declare -A address_of
+for worker in "$@"; do workers+=("${worker%%=*}"); address_of[${worker%%=*}]=${worker#*=}; done
 all=("$manager" "${workers[@]}")
-on() { local host=$1; shift; ssh -F "$ssh_config" "$host" "$@"; }
+# ARGV on a host, each word passed as is; on_sh: a shell command line on a host.
+on() { local host=$1; shift; ssh -F "$ssh_config" "$host" "$(printf '%q ' "$@")"; }
+on_sh() { ssh -F "$ssh_config" "$1" "$2"; }
 
 # shellcheck disable=SC2086  # BUILD_FLAGS is a list of words
-on "$manager" "if docker buildx version >/dev/null 2>&1; then docker buildx build --load --quiet ${BUILD_FLAGS:-} -t $tag -;
+on_sh "$manager" "if docker buildx version >/dev/null 2>&1; then docker buildx build --load --quiet ${BUILD_FLAGS:-} -t $tag -;
   else DOCKER_BUILDKIT=0 docker build --quiet ${BUILD_FLAGS:-} -t $tag -; fi" <"$context" >/dev/null &
 build=$!
 
 on "$manager" docker swarm init --advertise-addr "$manager_address" >/dev/null
 token=$(on "$manager" docker swarm join-token --quiet worker)
+joins=()
 for worker in "${workers[@]}"; do
-  on "$worker" docker swarm join --token "$token" "$manager_address:2377" >/dev/null &
+  # Without --advertise-addr a lab host advertises another interface, and VXLAN goes nowhere.
+  on "$worker" docker swarm join --advertise-addr "${address_of[$worker]}" --token "$token" "$manager_address:2377" >/dev/null &
+  joins+=($!)
 done
+for join in "${joins[@]}"; do wait "$join"; done
 on "$manager" docker network create --driver overlay --attachable --subnet "$subnet" \
   --ip-range "$ip_range" --gateway "$gateway" --opt "com.docker.network.driver.mtu=$mtu" "$network" >/dev/null
-wait
 
 wait "$build"
 if [ ${#workers[@]} -gt 0 ]; then
+  fifos=$(mktemp -d)
   loads=()
-  for worker in "${workers[@]}"; do loads+=(">(ssh -F '$ssh_config' '$worker' docker load >/dev/null)"); done
-  eval "on \"\$manager\" docker save \"\$tag\" | tee ${loads[*]} >/dev/null"
-  wait
+  for worker in "${workers[@]}"; do
+    mkfifo "$fifos/$worker"
+    on "$worker" docker load <"$fifos/$worker" >/dev/null &
+    loads+=($!)
+  done
+  on "$manager" docker save "$tag" | tee "${workers[@]/#/$fifos/}" >/dev/null
+  for load in "${loads[@]}"; do wait "$load"; done
+  rm -rf "$fifos"
 fi
 
+starts=()
 for host in "${all[@]}"; do
   (
     mapfile -d '' run_args <"$args_dir/$host.args"
     on "$host" docker run --detach --name llm "${run_args[@]}" >/dev/null
-    until on "$host" docker exec llm test -e /run/dslab/ready 2>/dev/null; do sleep 0.5; done
+    for _ in $(seq 1 240); do
+      on "$host" docker exec llm test -e /run/dslab/ready 2>/dev/null && exit 0
+      sleep 0.5
+    done
+    echo "floor-up.sh: the container on $host did not get ready" >&2
+    exit 1
   ) &
+  starts+=($!)
 done
-wait
+for start in "${starts[@]}"; do wait "$start"; done
 
 keys=$(mktemp -d)
 for host in "${all[@]}"; do
@@ -65,3 +84,7 @@ for host in "${all[@]}"; do
 done
 wait
 rm -rf "$keys"
+# The floor must build a working cluster, or its time means nothing.
+for worker in "${workers[@]}"; do
+  on "$manager" docker exec llm ssh -o BatchMode=yes "$worker" true
+done

@@ -156,6 +156,7 @@ def cold_up_against_floor(hosts: int, runs: int, warm_up: bool) -> dict[str, Any
         script: list[float] = []
         for run in range(runs):
             tool.append(timed(stack.up))
+            log(f"{hosts} hosts, run {run + 1}/{runs}: pulumi up {tool[-1]:.1f} s")
             stack.destroy()
             script.append(timed(floor.up))
             floor.down()
