@@ -30,7 +30,7 @@ from components.container_spec import docker_run_args
 from components.overlay_network import driver_mtu_option
 from components.remote_script import archive_bytes
 from tests.support.pulumi_cli import REPO, PulumiCli
-from tests.support.stack_project import project_copy
+from tests.support.stack_project import Stack, project_copy
 
 STACK = "bench"
 FLOOR_UP = REPO / "bench" / "floor-up.sh"
@@ -57,29 +57,16 @@ def lab_up(hosts: int) -> None:
     subprocess.run([str(REPO / ".venv" / "bin" / "python"), "-m", "lab", "up", "--hosts", str(hosts)], cwd=REPO, check=True)
 
 
-class BenchStack:
+class BenchStack(Stack):
     """The dev stack's configuration on the lab's current hosts, in a project copy of its own."""
 
     def __init__(self, work: Path) -> None:
-        self.cli = PulumiCli(project_dir=project_copy(work, (STACK,)), state_dir=work / "state")
-        self.cli.run("stack", "init", STACK)
-        self.config_path = self.cli.project_dir / f"Pulumi.{STACK}.yaml"
+        cli = PulumiCli(project_dir=project_copy(work, (STACK,)), state_dir=work / "state")
+        cli.run("stack", "init", STACK)
+        super().__init__(cli, STACK)
         lab = yaml.safe_load(LAB_CONFIG.read_text(encoding="utf-8"))
-        self.change({"dslab:hosts": lab["dslab:hosts"]})
-        self.change({"dslab:training": {"launch": False}})
-
-    def change(self, values: dict[str, Any]) -> None:
-        """Sets top-level keys; mappings are merged one level deep."""
-        document = yaml.safe_load(self.config_path.read_text(encoding="utf-8"))
-        for key, value in values.items():
-            current = document["config"].get(key)
-            if isinstance(value, dict) and isinstance(current, dict):
-                value = {**current, **value}
-            document["config"][key] = value
-        self.config_path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
-
-    def pulumi(self, *args: str) -> str:
-        return self.cli.run(*args, "--stack", STACK).stdout
+        self.merge_config({"hosts": lab["dslab:hosts"], "training": {"launch": False}})
+        self.config_path = cli.project_dir / f"Pulumi.{STACK}.yaml"
 
     def up(self) -> None:
         self.pulumi("up", "--yes", "--skip-preview")
@@ -88,7 +75,7 @@ class BenchStack:
         self.pulumi("destroy", "--yes", "--skip-preview")
 
     def outputs_of(self, key: str) -> Any:
-        return self.cli.outputs(STACK)[key]
+        return self.outputs()[key]
 
     def config(self) -> Any:
         return load_stack_file(self.config_path)
@@ -171,7 +158,7 @@ def distribution(hosts: int, runs: int) -> dict[str, Any]:
     result: dict[str, Any] = {"hosts": hosts}
     with bench_stack() as stack:
         for mode in ("build-once", "every-host"):
-            stack.change({"dslab:image": {"distribution": mode}})
+            stack.merge_config({"image": {"distribution": mode}})
             first = timed(stack.up)
             stack.destroy()
             times = []
@@ -204,14 +191,14 @@ def steady_state(runs: int) -> dict[str, Any]:
     """No-op preview and up on the unchanged 2-host stack, and a training-argument change."""
     lab_up(2)
     with bench_stack() as stack:
-        stack.change({"dslab:training": {"launch": True, "wait": True}})
+        stack.merge_config({"training": {"launch": True, "wait": True}})
         stack.up()
         preview = [timed(lambda: stack.pulumi("preview", "--expect-no-changes")) for _ in range(runs)]
         noop_up = [timed(lambda: stack.pulumi("up", "--yes", "--skip-preview", "--expect-no-changes")) for _ in range(runs)]
         # Background mode: `up` returns once the new run has started.
         restart = []
         for run in range(runs):
-            stack.change({"dslab:training": {"wait": False, "workload": {
+            stack.merge_config({"training": {"wait": False, "workload": {
                 "kind": "script", "entrypoint": "/opt/dslab/train_tiny.py", "args": ["--steps", str(30 + run)]}}})  # fmt: skip
             restart.append(timed(stack.up))
             log(f"argument change {run + 1}/{runs}: new run started after {restart[-1]:.1f} s")

@@ -110,5 +110,5 @@ def allreduce_three_ways(runs: int) -> dict[str, Any]:
 
 
 def switch_to_host_mode(stack: BenchStack) -> None:
-    stack.change({"dslab:network": {"mode": "host"}})
+    stack.merge_config({"network": {"mode": "host"}})
     stack.up()

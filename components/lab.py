@@ -38,8 +38,9 @@ IMAGE_PATH = "/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/s
 
 
 class Lab(pulumi.ComponentResource):
-    """Creates the HostClaims, Swarm, OverlayNetwork, TrainingImage, one NodeContainer per host, the
-    SshMesh and (when `training.launch`) the DeepSpeedLaunch.
+    """Creates the HostClaims, Swarm and OverlayNetwork (overlay mode), TrainingImage, InputCheck
+    (LLaMA-Factory inputs), one NodeContainer per host, the SshMesh, and (when `training.launch`)
+    the DeepSpeedLaunch with its Preflight and the LocalFile copy of the loss curve.
 
     Outputs:
         container_ips: host name -> the container's overlay address (the host's in host mode).
@@ -80,6 +81,8 @@ class Lab(pulumi.ComponentResource):
         self.containers = {host.name: self._create_container(name, host.name, owner) for host in config.hosts}
         self.mesh = self._create_mesh(name)
         self.hostfile = render_hostfile(config.hosts, by_address=not overlay)
+        # Only a waited-for run has drawn its loss curve when `pulumi up` ends.
+        self.loss_plot_path = loss_plot_in_container(config.training.workload) if config.training.wait else None
         self.launch = self._create_launch(name) if config.training.launch else None
         self.loss_plot = self._create_loss_plot_copy(name, project_dir)
         self._register()
@@ -217,7 +220,7 @@ class Lab(pulumi.ComponentResource):
                 deepspeed_env=deepspeed_env,
                 wait=config.training.wait,
                 stall_timeout=config.training.stall_timeout,
-                loss_plot=loss_plot_in_container(config.training.workload) if config.training.wait else None,
+                loss_plot=self.loss_plot_path,
                 mesh=list(self.mesh.trusts),
                 preflight=config.training.preflight,
                 preflight_argv=preflight_argv_for(config, f"{RUN_DIR}/hostfile"),
@@ -226,10 +229,7 @@ class Lab(pulumi.ComponentResource):
         )
 
     def _create_loss_plot_copy(self, name: str, project_dir: Path) -> LocalFile | None:
-        # Only a waited-for run has drawn its curve when `pulumi up` ends.
-        if self.launch is None or not self.config.training.wait:
-            return None
-        if loss_plot_in_container(self.config.training.workload) is None:
+        if self.launch is None or self.loss_plot_path is None:
             return None
         return LocalFile(
             f"{name}-loss-plot",

@@ -13,59 +13,18 @@ import shlex
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 
 from tests.support.lab_hosts import SSH_CONFIG, lab_up, on_host
 from tests.support.pulumi_cli import PulumiCli, ensure_toolchain
 from tests.support.stack_project import Stack, project_copy
+from tests.support.tiny_llamafactory import DATASETS, INPUTS, MODEL, OUTPUT_DIR, TINY_LORA_SFT
 
 pytestmark = [pytest.mark.e2e, pytest.mark.program]
 
 HOSTS = ("server1", "server2")
 STACK = "llf"
-INPUTS = "/srv/dslab"
-MODEL = f"{INPUTS}/models/tiny-llama"
-DATASETS = f"{INPUTS}/datasets"
-OUTPUT_DIR = "/opt/dslab/run/output/tiny_sft"
-
-TINY_LORA_SFT: dict[str, Any] = {
-    "kind": "llamafactory",
-    "model": {"source": MODEL, "target": "/models/tiny-llama", "read_only": True},
-    "dataset_dir": {"source": DATASETS, "target": "/datasets", "read_only": True},
-    "datasets": {"tiny_alpaca": {"file_name": "tiny_alpaca.json"}},
-    "args": {
-        "template": "default",
-        "lora_target": "all",
-        "output_dir": OUTPUT_DIR,
-        "cutoff_len": 128,
-        "per_device_train_batch_size": 2,
-        "gradient_accumulation_steps": 1,
-        "learning_rate": 0.001,
-        "max_steps": 10,
-        "logging_steps": 1,
-        "save_strategy": "no",
-        "report_to": "none",
-        # The write-up's GPU settings that do not apply on CPU.
-        "fp16": None,
-        "num_train_epochs": None,
-        "save_steps": None,
-    },
-}
-
-
-def set_stack_config(stack: Stack, change: dict[str, Any]) -> None:
-    """Merges `change` (keys without the dslab: namespace, one level deep) into the stack file."""
-    path = stack.cli.project_dir / f"Pulumi.{STACK}.yaml"
-    document = yaml.safe_load(path.read_text(encoding="utf-8"))
-    for key, value in change.items():
-        current = document["config"].get(f"dslab:{key}", {})
-        document["config"][f"dslab:{key}"] = {**current, **value}
-    path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
-
-
 def copy_between_hosts(source: str, target: str, path: str) -> None:
     """What an operator does with rsync: the host's folder, as is, onto the other host."""
     ssh = f"ssh -F {shlex.quote(str(SSH_CONFIG))}"
@@ -95,7 +54,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
 
 def test_the_image_with_llamafactory_makes_the_tiny_model_and_dataset(stack: Stack) -> None:
-    set_stack_config(stack, {"image": {"llamafactory": "0.9.4"}, "training": {"launch": False}})
+    stack.merge_config({"image": {"llamafactory": "0.9.4"}, "training": {"launch": False}})
     stack.pulumi("up", "--yes")
     image_ids = stack.outputs()["image_ids"]
     assert isinstance(image_ids, dict)
@@ -111,8 +70,7 @@ def test_the_image_with_llamafactory_makes_the_tiny_model_and_dataset(stack: Sta
 
 def test_a_host_without_the_model_is_named_before_any_container_changes(stack: Stack) -> None:
     containers_before = {host: on_host(host, "docker", "inspect", "--format", "{{.Id}}", "llm") for host in HOSTS}
-    set_stack_config(
-        stack,
+    stack.merge_config(
         {"training": {"launch": True, "workload": TINY_LORA_SFT, "deepspeed": {"zero_stage": 2, "precision": "fp32"}}},
     )
     code, output = stack.attempt("up", "--yes")

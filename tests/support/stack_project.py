@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 from tests.support.pulumi_cli import REPO, PulumiCli
 
@@ -40,6 +43,18 @@ class Stack:
         """Runs a command expected to fail: its exit code and its stdout and stderr together."""
         completed = self.cli.run(*args, "--stack", self.name, check=False, timeout=timeout)
         return completed.returncode, completed.stdout + completed.stderr
+
+    def merge_config(self, change: dict[str, Any]) -> None:
+        """Sets top-level keys (without the dslab: namespace) in the stack file; a mapping is
+        merged one level deep into the one there, anything else replaces it."""
+        path = self.cli.project_dir / f"Pulumi.{self.name}.yaml"
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+        for key, value in change.items():
+            current = document["config"].get(f"dslab:{key}")
+            if isinstance(value, dict) and isinstance(current, dict):
+                value = {**current, **value}
+            document["config"][f"dslab:{key}"] = value
+        path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
 
     def outputs(self) -> dict[str, object]:
         return self.cli.outputs(self.name)

@@ -21,34 +21,13 @@ from components.deepspeed_env import deepspeed_environment, render_deepspeed_env
 from components.launch_argv import launch_argv_for
 from components.paths import ASSETS_DIR
 from components.workload_inputs import required_paths
+from tests.support.tiny_llamafactory import TINY_LORA_SFT
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN = Path(__file__).parent / "golden"
 REQUIRE_PATHS = ASSETS_DIR / "host" / "require-paths.sh"
 
-TINY_WORKLOAD: dict[str, Any] = {
-    "kind": "llamafactory",
-    "model": {"source": "/srv/dslab/models/tiny-llama", "target": "/models/tiny-llama", "read_only": True},
-    "dataset_dir": {"source": "/srv/dslab/datasets", "target": "/datasets", "read_only": True},
-    "datasets": {"tiny_alpaca": {"file_name": "tiny_alpaca.json"}},
-    "args": {
-        "template": "default",
-        "lora_target": "all",
-        "output_dir": "/opt/dslab/run/output/tiny_sft",
-        "cutoff_len": 128,
-        "per_device_train_batch_size": 2,
-        "gradient_accumulation_steps": 1,
-        "learning_rate": 0.001,
-        "max_steps": 10,
-        "logging_steps": 1,
-        "save_strategy": "no",
-        "report_to": "none",
-        # the write-up's GPU settings that do not apply here
-        "fp16": None,
-        "num_train_epochs": None,
-        "save_steps": None,
-    },
-}
+TINY_WORKLOAD: dict[str, Any] = TINY_LORA_SFT
 
 
 def assert_golden(name: str, text: str) -> None:
