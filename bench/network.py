@@ -106,6 +106,10 @@ def allreduce_three_ways(runs: int) -> dict[str, Any]:
         finally:
             for host in ("server1", "server2"):
                 on_host(host, ["bash", "-s", "--", "remove"], stdin=script)
+    # After the bare runs (their chroot mounts /sys and /dev), overlays on these hosts carried
+    # nothing any more ("No route to host") until the hosts were made again: make them again.
+    subprocess.run([str(REPO / ".venv" / "bin" / "python"), "-m", "lab", "down"], cwd=REPO, check=True)
+    lab_up(2)
     return {mode: medians(results) for mode, results in found.items()}
 
 
