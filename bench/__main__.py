@@ -35,7 +35,7 @@ def main() -> None:
     parser.add_argument(
         "--warm-up",
         action="store_true",
-        help="a discarded cold up first (only useful where builds cache across destroy: BuildKit engines)",
+        help="a discarded tool/floor round before the measured cold ups",
     )
     parser.add_argument("--distribution-hosts", type=host_counts, default=[2], help="lab sizes for build-once vs every-host (default 2; each new host builds cold once)")
     parser.add_argument("--only", default=",".join(PARTS), help=f"parts to run (default all: {','.join(PARTS)})")

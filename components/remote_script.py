@@ -29,10 +29,12 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import pulumi
 from components.paths import ASSETS_DIR
+from components.provider_pool import in_dynamic_provider, widen_provider_pool
+from components.shared_source import CHUNK, Producer, Sink, shared_run
 from pulumi.dynamic import (
     CreateResult,
     DiffResult,
@@ -45,6 +47,9 @@ from pulumi.dynamic import (
 READ_GONE_EXIT = 3
 READ_DRIFTED_EXIT = 4
 SSH_FAILURE_EXIT = 255
+
+if in_dynamic_provider():
+    widen_provider_pool()
 
 # Inputs whose change means the thing on the host must be made again.
 REPLACING_INPUTS = ("create", "stdin", "stdin_archive", "pipe_from", "triggers")
@@ -158,23 +163,42 @@ def run_piped(
 ) -> tuple[int, str, str]:
     """Runs `source["create"]` on `source["connection"]` with its stdout piped into `call`
     on `connection` (e.g. `docker save` on one host into `docker load` on another), through
-    this machine, so the hosts need not trust each other. A failing source raises an error
-    that names the source; otherwise the receiver's exit code, stdout and stderr come back."""
-    with private_key_file(source["connection"]) as source_connection, private_key_file(connection) as usable:
-        producer = subprocess.Popen(
-            script_argv(source_connection, source["create"]), stdout=subprocess.PIPE, stderr=subprocess.PIPE
-        )
-        source_errors, source_threads = _pump_stderr(f"{label} <-", producer)
-        assert producer.stdout is not None
-        code, stdout, stderr = _run_streaming(label, script_argv(usable, call), producer.stdout)
-        producer.stdout.close()
-        producer.wait()
-        for thread in source_threads:
-            thread.join()
-    # A receiver that stopped first kills the source with SIGPIPE: the receiver's failure is the news.
-    if code == 0 and producer.returncode != 0:
-        raise failure(label, source["connection"], source["create"], producer.returncode, "".join(source_errors))
+    this machine, so the hosts need not trust each other. Receivers of the same source at
+    the same time share one run of it (components.shared_source). A failing source raises an
+    error that names the source; otherwise the receiver's exit code, stdout and stderr come back."""
+    key = json.dumps([host_identity(source["connection"]), source["create"]])
+    with shared_run(key, _producer(label, source)) as run, private_key_file(connection) as usable:
+        code, stdout, stderr = _run_streaming(label, script_argv(usable, call), run.chunks())
+    if code != 0:
+        return code, stdout, stderr  # a receiver that stopped first has the news
+    source_code, source_errors = run.wait()
+    if source_code != 0:
+        raise failure(label, source["connection"], source["create"], source_code, source_errors)
     return code, stdout, stderr
+
+
+def _producer(label: str, source: dict[str, Any]) -> Producer:
+    """Runs the source script, handing its stdout on piece by piece; stderr streamed live."""
+
+    def produce(sink: Sink) -> tuple[int, str]:
+        with private_key_file(source["connection"]) as usable:
+            process = subprocess.Popen(
+                script_argv(usable, source["create"]), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            )
+            errors, threads = _pump_stderr(f"{label} <-", process)
+            output = process.stdout
+            assert isinstance(output, io.BufferedReader)
+            try:
+                for chunk in iter(lambda: output.read1(CHUNK), b""):
+                    sink(chunk)
+            finally:
+                output.close()  # when abandoned, the source ends on SIGPIPE
+                process.wait()
+                for thread in threads:
+                    thread.join()
+        return process.returncode, "".join(errors)
+
+    return produce
 
 
 def _pump_stderr(label: str, process: subprocess.Popen[bytes]) -> tuple[list[str], list[threading.Thread]]:
@@ -194,20 +218,19 @@ def _pump_stderr(label: str, process: subprocess.Popen[bytes]) -> tuple[list[str
     return lines, [thread]
 
 
-def _run_streaming(label: str, argv: list[str], stdin: bytes | IO[bytes]) -> tuple[int, str, str]:
-    """Runs argv with stdin (bytes, or a pipe from another process); stderr streamed live."""
-    feed = stdin if isinstance(stdin, bytes) else None
-    source: int | IO[bytes] = subprocess.PIPE if isinstance(stdin, bytes) else stdin
+def _run_streaming(label: str, argv: list[str], stdin: bytes | Iterator[bytes]) -> tuple[int, str, str]:
+    """Runs argv with stdin (bytes, or pieces as they come); stderr streamed live."""
+    feed: Iterator[bytes] = iter((stdin,)) if isinstance(stdin, bytes) else stdin
     process = subprocess.Popen(
         argv,
-        stdin=source,
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
     stderr_lines, threads = _pump_stderr(label, process)
-    if feed is not None:
-        threads.append(threading.Thread(target=_feed, args=(process, feed), daemon=True))
-        threads[-1].start()
+    # Not joined: fed from a shared run, it may wait for the source's next piece after the
+    # script has gone; its next write then fails and it ends.
+    threading.Thread(target=_feed, args=(process, feed), daemon=True).start()
     assert process.stdout is not None
     stdout = process.stdout.read()
     process.wait()
@@ -216,10 +239,11 @@ def _run_streaming(label: str, argv: list[str], stdin: bytes | IO[bytes]) -> tup
     return process.returncode, stdout.decode(errors="replace"), "".join(stderr_lines)
 
 
-def _feed(process: subprocess.Popen[bytes], data: bytes) -> None:
+def _feed(process: subprocess.Popen[bytes], pieces: Iterator[bytes]) -> None:
     assert process.stdin is not None
     try:
-        process.stdin.write(data)
+        for piece in pieces:
+            process.stdin.write(piece)
         process.stdin.close()
     except BrokenPipeError:
         pass  # the script did not read all of its stdin; its exit code says more
