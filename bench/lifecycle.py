@@ -179,21 +179,45 @@ def cold_up_against_floor(hosts: int, runs: int, warm_up: bool) -> dict[str, Any
             "pulumi_up_all_s": tool, "floor_all_s": script}  # fmt: skip
 
 
-def distribution(hosts: int, runs: int) -> dict[str, Any]:
-    """Cold up with build-once against every-host, once the build caches are warm."""
+def on_hosts(names: list[str], *command: str) -> None:
+    for name in names:
+        subprocess.run(["ssh", "-F", str(SSH_CONFIG), name, *command], capture_output=True, check=False)
+
+
+def distribution(hosts: int, runs: int, cold_builds: bool) -> dict[str, Any]:
+    """Cold up with `image.distribution: build-once` (the manager builds from its warm cache
+    and ships to every worker) against `every-host` (every host builds): with every host's
+    build cache warm (a redeploy) and, when `cold_builds`, once with the workers' caches
+    empty (new hosts: each worker builds from nothing, all at once on this lab's 2 cores)."""
     lab_up(hosts)
     result: dict[str, Any] = {"hosts": hosts}
     with bench_stack() as stack:
-        for mode in ("build-once", "every-host"):
-            stack.merge_config({"image": {"distribution": mode}})
-            first = timed(stack.up)
-            stack.destroy()
+        keep_build_cache(stack)
+        workers = [host.name for host in stack.config().hosts_manager_first[1:]]
+
+        def median_of_cold_ups(label: str) -> dict[str, Any]:
             times = []
-            for _ in range(runs):
+            for run in range(runs):
                 times.append(timed(stack.up))
                 stack.destroy()
-            log(f"{hosts} hosts, {mode}: first {first:.1f} s, then median {median(times):.1f} s")
-            result[mode] = {"first_s": round(first, 3), "warm_s": median(times), "all_s": times}
+                log(f"{hosts} hosts, {label} {run + 1}/{runs}: {times[-1]:.1f} s")
+            return {"median_s": median(times), "all_s": times}
+
+        stack.merge_config({"image": {"distribution": "build-once"}})
+        result["build-once"] = median_of_cold_ups("build-once")
+        stack.merge_config({"image": {"distribution": "every-host"}})
+        if cold_builds:
+            result["every-host-new-hosts"] = {"median_s": round(timed(stack.up), 3)}
+            log(f"{hosts} hosts, every-host on new hosts: {result['every-host-new-hosts']['median_s']:.1f} s")
+        else:
+            stack.up()
+        on_hosts(workers, "docker", "tag", manager_tag(stack), CACHE_ANCHOR)
+        stack.destroy()
+        try:
+            result["every-host"] = median_of_cold_ups("every-host, caches warm")
+        finally:
+            # Later cold ups must find workers without the image's layers, as new hosts are.
+            on_hosts(workers, "docker", "image", "rm", CACHE_ANCHOR)
     return result
 
 

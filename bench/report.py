@@ -69,10 +69,10 @@ def table(results: dict[str, Any]) -> str:
     for entry in results.get("cold_up", []):
         lines.append(f"cold up, {entry['hosts']} hosts: pulumi {entry['pulumi_up_s']} s, shell floor {entry['floor_s']} s")
     for entry in results.get("distribution", []):
-        once, every = entry["build-once"], entry["every-host"]
+        new_hosts = entry.get("every-host-new-hosts", {}).get("median_s", "-")
         lines.append(
-            f"image on {entry['hosts']} hosts: build-once {once['warm_s']} s (first {once['first_s']} s), "
-            f"every-host {every['warm_s']} s (first {every['first_s']} s)"
+            f"cold up on {entry['hosts']} hosts: build-once {entry['build-once']['median_s']} s, every-host "
+            f"{entry['every-host']['median_s']} s (caches warm), {new_hosts} s (workers' caches empty)"
         )
     for mode, sizes in results.get("allreduce_busbw_gbps", {}).items():
         lines.append(f"all-reduce busbw {mode}: " + ", ".join(f"{size} MiB {value} Gbit/s" for size, value in sizes.items()))
