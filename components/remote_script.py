@@ -100,10 +100,19 @@ def ssh_argv(connection: dict[str, Any]) -> list[str]:
     ]  # fmt: skip
 
 
+INCLUDE = "# dslab:include "
+
+
+def script_text(script: str) -> str:
+    """The script with each `# dslab:include <assets path>` line replaced by that file: the
+    host receives one text, so shell shared by several host scripts travels inside each."""
+    lines = (ASSETS_DIR / script).read_text().splitlines(keepends=True)
+    return "".join((ASSETS_DIR / line[len(INCLUDE) :].strip()).read_text() if line.startswith(INCLUDE) else line for line in lines)
+
+
 def script_argv(connection: dict[str, Any] | None, call: dict[str, Any]) -> list[str]:
     """How to run `call` (an assets script with its arguments) on the connection's host."""
-    script_path = ASSETS_DIR / call["script"]
-    argv = ["bash", "-c", script_path.read_text(), call["script"], *call.get("args", [])]
+    argv = ["bash", "-c", script_text(call["script"]), call["script"], *call.get("args", [])]
     if connection is None:
         return argv
     # ssh hands the remote side one command line: quote every word.

@@ -2,6 +2,7 @@
 # On the manager: make this engine a swarm manager advertising ADVERTISE_ADDR (idempotent),
 # and print the worker join token as JSON. Usage: swarm-init.sh ADVERTISE_ADDR
 set -euo pipefail
+# dslab:include host/lib/gossip-port.sh
 advertise_addr=$1
 
 state=$(docker info --format '{{.Swarm.LocalNodeState}}')
@@ -12,6 +13,7 @@ if [[ "$state" == active ]]; then
   fi
   echo "already a swarm manager; reusing the swarm" >&2
 else
+  wait_for_gossip_port_free
   echo "initialising the swarm, advertising $advertise_addr" >&2
   docker swarm init --advertise-addr "$advertise_addr" >/dev/null
 fi

@@ -3,6 +3,7 @@
 # stdin (never from argv: argv is visible in ps). Idempotent.
 # Usage: swarm-join.sh MANAGER_ADDRESS ADVERTISE_ADDR < token
 set -euo pipefail
+# dslab:include host/lib/gossip-port.sh
 manager_address=$1
 advertise_addr=$2
 # The token has no trailing newline: read returns 1 at EOF even though it read it.
@@ -23,6 +24,7 @@ if [[ "$state" == active ]]; then
   echo "in another swarm (managers: $managers); leaving it to join $manager_address" >&2
   docker swarm leave --force >/dev/null
 fi
+wait_for_gossip_port_free
 echo "joining the swarm at $manager_address" >&2
 docker swarm join --advertise-addr "$advertise_addr" --token "$token" "$manager_address" >/dev/null
 printf '{"node_id": "%s"}\n' "$(docker info --format '{{.Swarm.NodeID}}')"

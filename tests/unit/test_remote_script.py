@@ -24,6 +24,7 @@ from components.remote_script import (
     failure,
     parse_result,
     private_key_file,
+    run_script,
     script_argv,
     ssh_argv,
 )
@@ -377,3 +378,16 @@ def test_a_connection_without_a_secret_key_is_used_as_it_is() -> None:
         assert usable is CONNECTION
     with private_key_file(None) as local:
         assert local is None
+
+
+def test_an_include_line_is_replaced_by_the_shared_file_before_the_script_travels(tmp_path: Path) -> None:
+    shared = tmp_path / "shared.sh"
+    shared.write_text('greet() { echo "hello $1"; }\n')
+    script = write_script(tmp_path, "uses.sh", f"# dslab:include {shared}\ngreet included\n")
+    code, stdout, _ = run_script("test", None, script)
+    assert (code, stdout) == (0, "hello included\n"), "the function came along in the one text bash runs"
+
+
+def test_the_swarm_scripts_carry_the_gossip_port_check() -> None:
+    for script in ("host/swarm-init.sh", "host/swarm-join.sh", "host/swarm-leave.sh"):
+        assert "wait_for_gossip_port_free() {" in script_argv(None, {"script": script})[2], script
