@@ -187,7 +187,8 @@ class Lab(pulumi.ComponentResource):
                         ssh_port=self.config.container_ssh_port,
                     )
                     for host in self.config.hosts_manager_first
-                )
+                ),
+                reach_timeout=self.config.training.preflight.reach_timeout,
             ),
             pulumi.ResourceOptions(parent=self, depends_on=[c.resource for c in self.containers.values()]),
         )

@@ -39,12 +39,16 @@ def mesh_node(member: MeshMember, keys: dict[str, Any]) -> MeshNode:
 @dataclass(frozen=True)
 class SshMeshArgs:
     members: tuple[MeshMember, ...]
+    """Manager first: the reach check runs from its container."""
+    reach_timeout: int
+    """How long the manager's container waits for every other node to answer ssh."""
 
 
 class SshMesh(pulumi.ComponentResource):
     """Creates, per container, a RemoteScript that collects its public user and host keys,
-    and one that installs everybody's keys as authorized_keys and known_hosts. Private keys
-    never leave their container; strict host key checking stays on.
+    and one that installs everybody's keys as authorized_keys and known_hosts; then, from the
+    manager's container, checks that every other node answers ssh. Private keys never leave
+    their container; strict host key checking stays on.
 
     Outputs:
         known_hosts: the known_hosts every container got.
@@ -77,6 +81,18 @@ class SshMesh(pulumi.ComponentResource):
             )
             for member in args.members
         ]
+        manager, others = args.members[0], args.members[1:]
+        self.reach = RemoteScript(
+            f"{name}-reach",
+            label=f"{manager.host_name}: ssh to every node",
+            connection=manager.connection,
+            create=script_call(
+                "host/mesh-check.sh", manager.container_name, str(args.reach_timeout),
+                *[f"{member.host_name}={member.address}" for member in others],
+            ),
+            triggers=[trust.id for trust in self.trusts],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=self.trusts),
+        )  # fmt: skip
         self.register_outputs({"known_hosts": self.known_hosts})
 
     def _collect(self, name: str, member: MeshMember) -> RemoteScript:

@@ -90,7 +90,20 @@ def test_every_manual_step_of_the_write_up_is_a_resource(mocks: RecordingMocks) 
         assert scripts["lab-image-server2-ship"] == "host/image-load.sh", "and ships to the worker"
         assert scripts["lab-server1-run"] == scripts["lab-server2-run"] == "host/container-run.sh"
         assert scripts["lab-mesh-server2-trust"] == "host/container-put-files.sh"
+        assert scripts["lab-mesh-reach"] == "host/mesh-check.sh", "up ends with the mesh proven to carry ssh"
         assert scripts["lab-training-run"] == "host/deepspeed-launch.sh"
+
+    return everything_registered(lab).apply(check)
+
+
+@pulumi.runtime.test
+def test_the_reach_check_runs_in_the_managers_container_to_every_worker(mocks: RecordingMocks) -> Any:
+    lab = build_dev_lab()
+
+    def check(_: Any) -> None:
+        reach = mocks.resources["lab-mesh-reach"]
+        assert reach.inputs["connection"]["host"] == "10.0.18.1", "from the manager"
+        assert reach.inputs["create"]["args"] == ["llm", "60", "server2=10.0.3.129"]
 
     return everything_registered(lab).apply(check)
 
