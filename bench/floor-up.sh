@@ -84,7 +84,12 @@ for host in "${all[@]}"; do
 done
 wait
 rm -rf "$keys"
-# The floor must build a working cluster, or its time means nothing.
+# The floor must build a working cluster, or its time means nothing; like pulumi up's reach
+# check, it gives an overlay that is still settling up to 60 s.
 for worker in "${workers[@]}"; do
-  on "$manager" docker exec llm ssh -o BatchMode=yes "$worker" true
+  for attempt in $(seq 1 120); do
+    on "$manager" docker exec llm ssh -o BatchMode=yes -o ConnectTimeout=5 "$worker" true 2>/dev/null && break
+    [ "$attempt" -lt 120 ] || { echo "floor-up.sh: $worker does not answer ssh from the manager's container" >&2; exit 1; }
+    sleep 0.5
+  done
 done
