@@ -1,4 +1,4 @@
-"""`python -m bench [--runs N] [--hosts 2,4,8] [--distribution-hosts 2,4,8] [--only PART,...]`
+"""`python -m bench [--runs N] [--hosts 2,4,8] [--distribution-hosts 2] [--only PART,...]`
 
 Measures on the simulated lab (it brings up as many hosts as each part needs) and writes
 bench/results.json and bench/results.png. Parts: floor, steady, cold, distribution, allreduce.
@@ -37,7 +37,10 @@ def main() -> None:
         action="store_true",
         help="a discarded tool/floor round before the measured cold ups",
     )
-    parser.add_argument("--distribution-hosts", type=host_counts, default=[2, 4, 8], help="lab sizes for build-once vs every-host (default 2,4,8)")
+    parser.add_argument(
+        "--distribution-hosts", type=host_counts, default=[2],
+        help="lab sizes for build-once vs every-host (default 2: above it, warming every worker's build cache means N-1 builds from nothing at once)",
+    )
     parser.add_argument("--only", default=",".join(PARTS), help=f"parts to run (default all: {','.join(PARTS)})")
     args = parser.parse_args()
     parts = set(args.only.split(","))
