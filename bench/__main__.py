@@ -25,6 +25,11 @@ def host_counts(text: str) -> list[int]:
     return [int(count) for count in text.split(",") if count]
 
 
+def save(results: dict[str, Any], path: Path) -> None:
+    """What is measured so far, so that a later part's failure loses none of it."""
+    path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[1])
     parser.add_argument("--runs", type=int, default=3, help="measured runs per figure, after a warm-up (default 3)")
@@ -61,7 +66,8 @@ def main() -> None:
         for hosts in args.hosts:
             runs = args.runs if hosts <= 2 else args.large_runs
             measured[hosts] = lifecycle.cold_up_against_floor(hosts, runs, warm_up=args.warm_up)
-        results["cold_up"] = [measured[hosts] for hosts in sorted(measured)]
+            results["cold_up"] = [measured[hosts] for hosts in sorted(measured)]
+            save(results, path)
     if "allreduce" in parts:
         results["allreduce_busbw_gbps"] = network.allreduce_three_ways(args.runs)
     if "distribution" in parts:
@@ -70,7 +76,8 @@ def main() -> None:
             # Workers building from nothing all at once: only on 2 hosts (7 at once on 2 cores take ~30 min).
             runs = args.runs if hosts <= 2 else args.large_runs
             shipped[hosts] = lifecycle.distribution(hosts, runs, cold_builds=hosts <= 2)
-        results["distribution"] = [shipped[hosts] for hosts in sorted(shipped)]
+            results["distribution"] = [shipped[hosts] for hosts in sorted(shipped)]
+            save(results, path)
     results["machine"] = {"cpus": os.cpu_count(), "platform": platform.platform()}
     results["runs"] = args.runs
     lifecycle.lab_up(2)

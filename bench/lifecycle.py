@@ -65,7 +65,9 @@ class BenchStack(Stack):
         cli.run("stack", "init", STACK)
         super().__init__(cli, STACK)
         lab = yaml.safe_load(LAB_CONFIG.read_text(encoding="utf-8"))
-        self.merge_config({"hosts": lab["dslab:hosts"], "training": {"launch": False}})
+        # "auto": the dev stack's batch size fits 2 nodes, not 4 or 8.
+        self.merge_config({"hosts": lab["dslab:hosts"],
+                           "training": {"launch": False, "deepspeed": {"train_batch_size": "auto"}}})  # fmt: skip
         self.config_path = cli.project_dir / f"Pulumi.{STACK}.yaml"
 
     def up(self) -> None:
