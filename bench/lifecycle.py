@@ -12,6 +12,7 @@ Runs alternate between the tool and its floor so that drift in the machine's spe
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -24,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from components.build_context import build_args, context_entries, context_hash
+from components.build_context import build_args, context_entries, image_tag
 from components.config import load_stack_file
 from components.container_spec import docker_run_args
 from components.overlay_network import driver_mtu_option
@@ -41,6 +42,17 @@ SSH_CONFIG = REPO / ".lab" / "ssh_config"
 
 def log(message: str) -> None:
     print(f"bench: {message}", flush=True)
+
+
+def on_host(host: str, command: list[str], stdin: bytes | None = None, timeout: float = 900) -> str:
+    """COMMAND's stdout on a lab host; a failure raises RuntimeError with its stderr."""
+    completed = subprocess.run(
+        ["ssh", "-F", str(SSH_CONFIG), host, shlex.join(command)],
+        input=stdin, capture_output=True, timeout=timeout, check=False,
+    )  # fmt: skip
+    if completed.returncode != 0:
+        raise RuntimeError(f"on {host}: {shlex.join(command)}: {completed.stderr.decode(errors='replace')[-2000:]}")
+    return completed.stdout.decode()
 
 
 def timed(action: Callable[[], Any]) -> float:
@@ -102,7 +114,7 @@ class Floor:
         image = config.image
         entries = context_entries(image, stack.cli.project_dir)
         arguments = build_args(image)
-        self.tag = f"{image.tag}:{context_hash(entries, arguments)}-floor"
+        self.tag = f"{image_tag(image, entries)}-floor"
         self.context = work / "context.tar"
         self.context.write_bytes(archive_bytes(entries))
         self.build_flags = [f"--build-arg={key}={value}" for key, value in sorted(arguments.items())]
@@ -133,8 +145,9 @@ CACHE_ANCHOR = "dslab-bench/build-cache:anchor"
 
 
 def manager_tag(stack: BenchStack) -> str:
-    config = stack.config()
-    return f"{config.image.tag}:{context_hash(context_entries(config.image, stack.cli.project_dir), build_args(config.image))}"
+    """The tag `pulumi up` gives the image for this stack."""
+    image = stack.config().image
+    return image_tag(image, context_entries(image, stack.cli.project_dir))
 
 
 def keep_build_cache(stack: BenchStack) -> None:
@@ -145,13 +158,14 @@ def keep_build_cache(stack: BenchStack) -> None:
     the tool's and the floor's alike, are cache hits, so a cold up times the orchestration,
     not ~4 minutes of apt and pip on 2 cores. The anchor stays for later parts and runs."""
     manager = stack.config().hosts_manager_first[0].name
-    probe = subprocess.run(["ssh", "-F", str(SSH_CONFIG), manager, "docker", "image", "inspect", CACHE_ANCHOR],
-                           capture_output=True, check=False)  # fmt: skip
-    if probe.returncode == 0:
+    try:
+        on_host(manager, ["docker", "image", "inspect", CACHE_ANCHOR])
         return
+    except RuntimeError:
+        pass  # no anchor yet
     log("building the image once for the manager's build cache")
     stack.up()
-    subprocess.run(["ssh", "-F", str(SSH_CONFIG), manager, "docker", "tag", manager_tag(stack), CACHE_ANCHOR], check=True)
+    on_host(manager, ["docker", "tag", manager_tag(stack), CACHE_ANCHOR])
     stack.destroy()
 
 
@@ -181,11 +195,6 @@ def cold_up_against_floor(hosts: int, runs: int, warm_up: bool) -> dict[str, Any
             "pulumi_up_all_s": tool, "floor_all_s": script}  # fmt: skip
 
 
-def on_hosts(names: list[str], *command: str) -> None:
-    for name in names:
-        subprocess.run(["ssh", "-F", str(SSH_CONFIG), name, *command], capture_output=True, check=False)
-
-
 def distribution(hosts: int, runs: int, cold_builds: bool) -> dict[str, Any]:
     """Cold up with `image.distribution: build-once` (the manager builds from its warm cache
     and ships to every worker) against `every-host` (every host builds): with every host's
@@ -213,13 +222,15 @@ def distribution(hosts: int, runs: int, cold_builds: bool) -> dict[str, Any]:
             log(f"{hosts} hosts, every-host on new hosts: {result['every-host-new-hosts']['median_s']:.1f} s")
         else:
             stack.up()
-        on_hosts(workers, "docker", "tag", manager_tag(stack), CACHE_ANCHOR)
+        for worker in workers:
+            on_host(worker, ["docker", "tag", manager_tag(stack), CACHE_ANCHOR])
         stack.destroy()
         try:
             result["every-host"] = median_of_cold_ups("every-host, caches warm")
         finally:
             # Later cold ups must find workers without the image's layers, as new hosts are.
-            on_hosts(workers, "docker", "image", "rm", CACHE_ANCHOR)
+            for worker in workers:
+                on_host(worker, ["docker", "image", "rm", CACHE_ANCHOR])
     return result
 
 

@@ -7,29 +7,18 @@ processes on the hosts (the image's files run with chroot, no container: bare-ro
 from __future__ import annotations
 
 import json
-import shlex
 import statistics
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from bench.lifecycle import SSH_CONFIG, BenchStack, bench_stack, lab_up, log
+from bench.lifecycle import BenchStack, bench_stack, lab_up, log, on_host
 from tests.support.pulumi_cli import REPO
 
 SIZES_MB = (1, 4, 16, 64, 256)
 BARE_ROOTFS = REPO / "bench" / "bare-rootfs.sh"
 PORT = "29611"
 ALLREDUCE = ["python3", "/opt/dslab/allreduce_bench.py", "--sizes-mb", ",".join(map(str, SIZES_MB)), "--iters", "5"]
-
-
-def on_host(host: str, command: list[str], stdin: bytes | None = None, timeout: float = 900) -> str:
-    completed = subprocess.run(
-        ["ssh", "-F", str(SSH_CONFIG), host, shlex.join(command)],
-        input=stdin, capture_output=True, timeout=timeout, check=False,
-    )  # fmt: skip
-    if completed.returncode != 0:
-        raise RuntimeError(f"on {host}: {shlex.join(command)}: {completed.stderr.decode(errors='replace')[-2000:]}")
-    return completed.stdout.decode()
 
 
 def rank_environment(rank: int, master: str, ifname: str) -> dict[str, str]:

@@ -80,3 +80,8 @@ def context_hash(entries: dict[str, dict[str, Any]], args: dict[str, str]) -> st
     for key in sorted(args):
         digest.update(f"{key}={args[key]}\0".encode())
     return digest.hexdigest()[:16]
+
+
+def image_tag(image: ImageConfig, entries: dict[str, dict[str, Any]]) -> str:
+    """`name:<content hash>`: a new tag exactly when a context file or a build arg changed."""
+    return f"{image.tag}:{context_hash(entries, build_args(image))}"

@@ -11,7 +11,7 @@ from typing import Any
 
 import pulumi
 
-from components.build_context import build_args, context_entries, context_hash
+from components.build_context import build_args, context_entries, image_tag
 from components.config import LabConfig, LlamaFactoryWorkload
 from components.connection import RemoteHost, remote_host
 from components.dataset_info import render_dataset_info
@@ -118,14 +118,13 @@ class Lab(pulumi.ComponentResource):
     def _create_image(self, name: str, project_dir: Path) -> TrainingImage:
         image = self.config.image
         entries = context_entries(image, project_dir)
-        arguments = build_args(image)
         return TrainingImage(
             f"{name}-image",
             TrainingImageArgs(
                 hosts=tuple(self.hosts[host.name] for host in self.config.hosts_manager_first),
-                tag=f"{image.tag}:{context_hash(entries, arguments)}",
+                tag=image_tag(image, entries),
                 context=entries,
-                build_args=arguments,
+                build_args=build_args(image),
                 distribution=image.distribution,
                 after=self.claims.resources,
             ),
