@@ -77,9 +77,12 @@ class BenchStack(Stack):
         cli.run("stack", "init", STACK)
         super().__init__(cli, STACK)
         lab = yaml.safe_load(LAB_CONFIG.read_text(encoding="utf-8"))
-        # "auto": the dev stack's batch size fits 2 nodes, not 4 or 8.
+        # The dev stack's batch size fits 2 nodes; its script workload needs the number.
+        deepspeed = load_stack_file(cli.project_dir / f"Pulumi.{STACK}.yaml").training.deepspeed
+        world_size = sum(int(host.get("slots", 1)) for host in lab["dslab:hosts"])
+        batch = int(deepspeed.train_micro_batch_size_per_gpu) * int(deepspeed.gradient_accumulation_steps) * world_size
         self.merge_config({"hosts": lab["dslab:hosts"],
-                           "training": {"launch": False, "deepspeed": {"train_batch_size": "auto"}}})  # fmt: skip
+                           "training": {"launch": False, "deepspeed": {"train_batch_size": batch}}})  # fmt: skip
         self.config_path = cli.project_dir / f"Pulumi.{STACK}.yaml"
 
     def up(self) -> None:

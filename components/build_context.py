@@ -53,6 +53,11 @@ def context_entries(image: ImageConfig, project_dir: Path) -> dict[str, dict[str
     return entries
 
 
+def ipsec_context_entries() -> dict[str, dict[str, Any]]:
+    """The IPsec image's build context (network.ipsec: strongswan)."""
+    return {name: {"path": str(ASSETS_DIR / "ipsec" / name)} for name in ("Dockerfile", "ipsec-peers.sh")}
+
+
 def build_args(image: ImageConfig) -> dict[str, str]:
     """The Dockerfile's ARGs for this configuration."""
     args = {"BASE_IMAGE": image.base_image, "APT_PACKAGES": " ".join(image.apt_packages)}
@@ -85,3 +90,8 @@ def context_hash(entries: dict[str, dict[str, Any]], args: dict[str, str]) -> st
 def image_tag(image: ImageConfig, entries: dict[str, dict[str, Any]]) -> str:
     """`name:<content hash>`: a new tag exactly when a context file or a build arg changed."""
     return f"{image.tag}:{context_hash(entries, build_args(image))}"
+
+
+def ipsec_image_tag(image: ImageConfig, entries: dict[str, dict[str, Any]]) -> str:
+    """The IPsec image's tag, beside the training image's: `name-ipsec:<content hash>`."""
+    return f"{image.tag}-ipsec:{context_hash(entries, {'BASE_IMAGE': image.base_image})}"

@@ -379,8 +379,29 @@ class NetworkConfig(_Frozen):
         ),
     )
     encrypted: bool = Field(
-        default=False, description="Encrypt overlay traffic (IPsec). Default false."
+        default=False, description="Encrypt overlay traffic between hosts (IPsec). Default false."
     )
+    ipsec: Literal["docker", "strongswan"] = Field(
+        default="docker",
+        description=(
+            'Who does the IPsec of an encrypted overlay. "docker" (default): the overlay\'s own '
+            "(ESP in the hosts' kernels, which must support it). \"strongswan\": a strongSwan "
+            "container on every host (IKEv2, ESP in userspace over a TUN device: for kernels "
+            "without ESP; slower); the hosts need /dev/net/tun."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _ipsec_needs_encryption(self) -> NetworkConfig:
+        if self.ipsec != "docker" and not self.encrypted:
+            problems = Problems()
+            problems.add(
+                ("ipsec",),
+                f"{self.ipsec!r} has effect only on an encrypted overlay; set network.encrypted: "
+                "true, or remove network.ipsec",
+            )
+            problems.raise_if_any()
+        return self
 
     @model_validator(mode="after")
     def _range_inside_subnet(self) -> NetworkConfig:

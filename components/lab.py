@@ -11,7 +11,7 @@ from typing import Any
 
 import pulumi
 
-from components.build_context import build_args, context_entries, image_tag
+from components.build_context import build_args, context_entries, image_tag, ipsec_context_entries, ipsec_image_tag
 from components.config import LabConfig, LlamaFactoryWorkload
 from components.connection import RemoteHost, remote_host
 from components.dataset_info import render_dataset_info
@@ -20,6 +20,7 @@ from components.deepspeed_env import deepspeed_environment, render_deepspeed_env
 from components.deepspeed_launch import RUN_DIR, DeepSpeedLaunch, DeepSpeedLaunchArgs
 from components.ds_config import render_ds_config
 from components.host_claim import HostClaims, HostClaimsArgs
+from components.host_ipsec import HostIpsec, HostIpsecArgs
 from components.hostfile import render_hostfile
 from components.image import TrainingImage, TrainingImageArgs
 from components.input_check import InputCheck, InputCheckArgs
@@ -28,7 +29,13 @@ from components.loss_plot import loss_plot_copy, loss_plot_in_container
 from components.launch_argv import launch_argv_for, preflight_argv_for
 from components.naming import component_type
 from components.node_container import NodeContainer, NodeContainerArgs
-from components.overlay_network import OverlayNetwork, OverlayNetworkArgs
+from components.overlay_network import (
+    ESP_IN_UDP_OVERHEAD,
+    LIBIPSEC_MTU,
+    VXLAN_OVERHEAD,
+    OverlayNetwork,
+    OverlayNetworkArgs,
+)
 from components.ssh_mesh import MeshMember, SshMesh, SshMeshArgs
 from components.swarm import Swarm, SwarmArgs
 from components.workload_inputs import required_paths
@@ -76,6 +83,7 @@ class Lab(pulumi.ComponentResource):
         overlay = config.network.mode == "overlay"
         self.swarm = self._create_swarm(name) if overlay else None
         self.network = self._create_network(name, self.swarm) if self.swarm is not None else None
+        self.ipsec = self._create_ipsec(name, self.network) if self.network is not None and self.strongswan else None
         self.image = self._create_image(name, project_dir)
         self.inputs = self._create_input_check(name)
         self.containers = {host.name: self._create_container(name, host.name, owner) for host in config.hosts}
@@ -110,9 +118,36 @@ class Lab(pulumi.ComponentResource):
                 ip_range=self.plan.ip_range,
                 gateway=self.plan.gateway,
                 mtu=network.mtu,
-                encrypted=network.encrypted,
+                encrypted=network.encrypted and not self.strongswan,
+                tunnel_overhead=ESP_IN_UDP_OVERHEAD if self.strongswan else 0,
+                tunnel_limit=LIBIPSEC_MTU if self.strongswan else None,
             ),
             pulumi.ResourceOptions(parent=self, depends_on=[swarm]),
+        )
+
+    @property
+    def strongswan(self) -> bool:
+        """Whether strongSwan containers, not docker, encrypt the overlay."""
+        return self.config.network.encrypted and self.config.network.ipsec == "strongswan"
+
+    def _create_ipsec(self, name: str, network: OverlayNetwork) -> HostIpsec:
+        image = self.config.image
+        entries = ipsec_context_entries()
+        return HostIpsec(
+            f"{name}-ipsec",
+            HostIpsecArgs(
+                hosts=tuple(self.hosts[host.name] for host in self.config.hosts_manager_first),
+                container_name=f"{self.config.container.name}-ipsec",
+                image_tag=ipsec_image_tag(image, entries),
+                image_context=entries,
+                image_build_args={"BASE_IMAGE": image.base_image},
+                distribution=image.distribution,
+                # A configured network.mtu may ask for more than the tunnel takes: VXLAN
+                # packets are then fragmented before they enter it.
+                tunnel_mtu=network.mtu.apply(lambda mtu: min(mtu + VXLAN_OVERHEAD, LIBIPSEC_MTU)),
+                after=self.claims.resources,
+            ),
+            pulumi.ResourceOptions(parent=self),
         )
 
     def _create_image(self, name: str, project_dir: Path) -> TrainingImage:
@@ -155,6 +190,9 @@ class Lab(pulumi.ComponentResource):
             network = [self.network.resource]
             if host_name in self.swarm.joins:
                 network.append(self.swarm.joins[host_name])
+            # No overlay traffic before the host's tunnels are up.
+            if self.ipsec is not None:
+                network.append(self.ipsec.per_host[host_name])
         # The model and datasets must be on the host before `docker run --volume` (which
         # would make empty directories in their place).
         checked = [self.inputs.per_host[host_name]] if self.inputs is not None else []
@@ -168,6 +206,7 @@ class Lab(pulumi.ComponentResource):
                 address=self.config.node_address(host_name),
                 run_args=docker_run_args(self.config, host, self.image.tag, owner),
                 image_id=image.result.apply(lambda result: str(result["image_id"])),
+                network_id=self.network.network_id if self.network is not None else "host",
             ),
             pulumi.ResourceOptions(parent=self, depends_on=[*network, image, *checked]),
         )

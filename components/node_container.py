@@ -23,6 +23,8 @@ class NodeContainerArgs:
     """`docker run` arguments after the name, image last (components.container_spec)."""
     image_id: pulumi.Input[str]
     """A new image id replaces the container."""
+    network_id: pulumi.Input[str]
+    """A new network (or "host") replaces the container: a network in use cannot be removed."""
 
 
 class NodeContainer(pulumi.ComponentResource):
@@ -48,7 +50,7 @@ class NodeContainer(pulumi.ComponentResource):
             create=script_call("host/container-run.sh", args.container_name, args.network_name, "--", *args.run_args),
             read=script_call("host/container-read.sh", args.container_name, args.network_name, args.address),
             delete=script_call("host/container-remove.sh", args.container_name),
-            triggers=[args.image_id],
+            triggers=[args.image_id, args.network_id],
             # One name per host: the old container goes before the new one starts.
             delete_before_replace=True,
             opts=pulumi.ResourceOptions(parent=self),

@@ -25,15 +25,33 @@ class OverlayNetworkArgs:
     mtu: int | None
     """None: the smallest MTU of the hosts' interfaces minus the VXLAN overhead."""
     encrypted: bool
+    """Docker's own IPsec (network.ipsec: docker)."""
+    tunnel_overhead: int = 0
+    """Bytes a tunnel under the overlay adds to each VXLAN packet (network.ipsec: strongswan)."""
+    tunnel_limit: int | None = None
+    """The largest packet that tunnel takes."""
 
 
 VXLAN_OVERHEAD = 50
 """Bytes VXLAN adds to each packet (outer Ethernet 14, IPv4 20, UDP 8, VXLAN 8)."""
 
+ESP_IN_UDP_OVERHEAD = 80
+"""Bytes strongSwan's tunnel adds to each packet: outer IPv4 20, UDP 8, ESP header 8,
+AES-GCM IV 8, padding up to 3, trailer 2, ICV 16 (65 at most), rounded up."""
 
-def overlay_mtu(interface_mtus: list[int]) -> int:
-    """The overlay MTU that lets every host's VXLAN packets through unfragmented."""
-    return min(interface_mtus) - VXLAN_OVERHEAD
+LIBIPSEC_MTU = 1400
+"""The largest packet strongSwan's userspace tunnel takes: it reads its TUN device with a
+buffer of the device's MTU at creation, 1400 (measured: a larger MTU set later truncates
+packets, so ssh over the overlay hangs after the TCP handshake)."""
+
+
+def overlay_mtu(interface_mtus: list[int], tunnel_overhead: int = 0, tunnel_limit: int | None = None) -> int:
+    """The overlay MTU that lets every host's VXLAN packets (in a tunnel, if any) through
+    unfragmented."""
+    underlay = min(interface_mtus) - tunnel_overhead
+    if tunnel_limit is not None:
+        underlay = min(underlay, tunnel_limit)
+    return underlay - VXLAN_OVERHEAD
 
 
 def driver_mtu_option(mtu: int) -> int:
@@ -87,7 +105,7 @@ class OverlayNetwork(pulumi.ComponentResource):
             ]
 
             def smallest(results: list[dict[str, Any]]) -> int:
-                return overlay_mtu([int(result["mtu"]) for result in results])
+                return overlay_mtu([int(result["mtu"]) for result in results], args.tunnel_overhead, args.tunnel_limit)
 
             self.mtu = pulumi.Output.all(*(interface.result for interface in interfaces)).apply(smallest)
         network = RemoteScript(

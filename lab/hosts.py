@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from pathlib import Path
 
@@ -17,9 +19,14 @@ _HOST_PRIVILEGES = [
     # Overlay networks write to /proc/sys; without this it is read-only.
     "--security-opt", "systempaths=unconfined",
     "--device-cgroup-rule", "a *:* rwm",
+    # For userspace IPsec (network.ipsec: strongswan), as on a real server.
+    "--device", "/dev/net/tun",
     "--cgroupns", "host",
     "--volume", "/sys/fs/cgroup:/sys/fs/cgroup:rw",
 ]
+SPEC_LABEL = "dslab.host-spec"
+HOST_SPEC = hashlib.sha256(json.dumps(_HOST_PRIVILEGES).encode()).hexdigest()[:16]
+"""Changes with the privileges: a host container made with others is made again."""
 HOST_KEY_TYPES = ("ed25519", "ecdsa", "rsa")
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 
@@ -33,6 +40,10 @@ def state(host: HostSpec) -> str | None:
 def ensure_host(host: HostSpec, nameservers: list[str]) -> None:
     """Create and start the host container, or start it when it exists but is stopped."""
     current = state(host)
+    if current is not None and _spec(host) != HOST_SPEC:
+        # Its engine's data is in the volume, which stays: images and swarm state survive.
+        docker("rm", "--force", host.container)
+        current = None
     if current == "running":
         return
     if current is not None:
@@ -44,7 +55,7 @@ def ensure_host(host: HostSpec, nameservers: list[str]) -> None:
         "--name", host.container,
         "--hostname", host.name,
         "--network", NETWORK_NAME, "--ip", host.address,
-        "--label", f"{LABEL}=1", "--label", f"{HOST_LABEL}={host.name}",
+        "--label", f"{LABEL}=1", "--label", f"{HOST_LABEL}={host.name}", "--label", f"{SPEC_LABEL}={HOST_SPEC}",
         # docker-init as PID 1 reaps the orphans a server's daemons leave behind.
         "--init",
         *_HOST_PRIVILEGES,
@@ -53,6 +64,10 @@ def ensure_host(host: HostSpec, nameservers: list[str]) -> None:
         "--env", f"DSLAB_NAMESERVERS={' '.join(nameservers)}",
         HOST_IMAGE,
     )
+
+
+def _spec(host: HostSpec) -> str:
+    return docker("container", "inspect", "--format", f'{{{{ index .Config.Labels "{SPEC_LABEL}" }}}}', host.container, check=False)
 
 
 def wait_ready(host: HostSpec, timeout: float = 120) -> None:

@@ -140,7 +140,7 @@ def test_a_wrong_type_says_what_was_expected() -> None:
 def test_a_scalar_where_a_section_belongs_lists_the_sections_keys() -> None:
     assert problems(lab(network="test-net")) == [
         "dslab:network: 'test-net' is not a mapping; expected keys mode, name, subnet, "
-        "ip_range, mtu, encrypted"
+        "ip_range, mtu, encrypted, ipsec"
     ]
 
 

@@ -54,6 +54,8 @@ def fake_result(script: str, name: str) -> dict[str, Any]:
         "host/deepspeed-launch.sh": {"status": "succeeded", "log": "/opt/dslab/run/train.log"},
         "host/interface-mtu.sh": {"interface": "eth0", "mtu": 1500 if "server1" in name else 9000},
         "host/cluster-preflight.sh": {"nodes": 2, "busbw_gbps": 3.5, "allreduce": {"backend": "gloo"}},
+        "operator/new-secret.sh": {"secret": "5" * 64},
+        "host/ipsec-run.sh": {"container_id": f"{name}-cid"},
     }.get(script, {})
 
 
@@ -247,7 +249,64 @@ def test_overlay_mtu_arithmetic() -> None:
 
     assert overlay_mtu([1500]) == 1450
     assert overlay_mtu([9000, 1400]) == 1350, "this machine's own eth0 is 1400"
+    assert overlay_mtu([1500], tunnel_overhead=80) == 1370
+    assert overlay_mtu([9000], tunnel_overhead=80, tunnel_limit=1400) == 1350, "the tunnel's limit"
     assert driver_mtu_option(1450) == 1500, "docker gives containers 50 less than its option"
+
+
+def build_lab_with(network: dict[str, Any]) -> Any:
+    from components.config import load_lab_config, strip_namespace
+    from components.lab import Lab
+
+    document = yaml.safe_load((REPO / "Pulumi.dev.yaml").read_text(encoding="utf-8"))
+    values, _ = strip_namespace(document["config"])
+    values["network"] = {**values.get("network", {}), **network}
+    return Lab("lab", load_lab_config(values), project_dir=Path(REPO), owner="organization/dslab/dev")
+
+
+@pulumi.runtime.test
+def test_strongswan_puts_a_tunnel_on_every_host_under_a_plain_overlay_with_room_for_esp(mocks: RecordingMocks) -> Any:
+    lab = build_lab_with({"encrypted": True, "ipsec": "strongswan"})
+
+    def check(values: list[Any]) -> None:
+        psk = mocks.resources["lab-ipsec-psk"]
+        assert psk.inputs.get("connection") is None, "the key is made on this machine, not on a host"
+        assert psk.inputs["create"]["script"] == "operator/new-secret.sh"
+        assert mocks.resources["lab-ipsec-image-server1-build"].inputs["create"]["script"] == "host/image-build.sh"
+        assert mocks.resources["lab-ipsec-image-server2-ship"].inputs["create"]["script"] == "host/image-load.sh"
+        for host, address, peer in (("server1", "10.0.18.1", "10.0.18.2"), ("server2", "10.0.18.2", "10.0.18.1")):
+            run = mocks.resources[f"lab-ipsec-{host}"].inputs
+            tag = run["create"]["args"][1]
+            assert tag.startswith("dslab/train-ipsec:")
+            # Tunnel MTU: the interfaces' smallest (1500) less ESP in UDP (80), at most libipsec's 1400.
+            assert run["create"]["args"] == ["llm-ipsec", tag, address, "1400", "4789", "90", peer]
+            secret_marker = "4dabf18193072939515e22adb298388d"  # the wire format of a Pulumi secret
+            assert run["stdin"] == {secret_marker: "1b47061264138c4ac30d75fd1eb44270", "value": "5" * 64}, (
+                "the pre-shared key goes on stdin, as a secret"
+            )
+            assert run["delete"]["script"] == "host/ipsec-remove.sh"
+        network = mocks.resources["lab-network-test-net"].inputs["create"]["args"]
+        assert network[5] == "false", "docker's own IPsec stays off"
+        assert network[4] == "1400", "the overlay fits inside the tunnel"
+        assert values[0] == 1350
+
+    return pulumi.Output.all(lab.outputs["network_mtu"], everything_registered(lab)).apply(check)
+
+
+@pulumi.runtime.test
+def test_docker_ipsec_has_no_tunnels_and_encrypts_the_overlay_itself(mocks: RecordingMocks) -> Any:
+    lab = build_lab_with({"encrypted": True})
+
+    def check(values: list[Any]) -> None:
+        assert not [name for name in mocks.resources if name.startswith("lab-ipsec-")]
+        assert mocks.resources["lab-network-test-net"].inputs["create"]["args"][5] == "true"
+        assert {name for name in mocks.resources if name.endswith("-ipsec")} == {
+            "lab-network-server1-ipsec",
+            "lab-network-server2-ipsec",
+        }, "every host's kernel is checked for ESP"
+        assert values[0] == 1450
+
+    return pulumi.Output.all(lab.outputs["network_mtu"], everything_registered(lab)).apply(check)
 
 
 def build_host_mode_lab() -> Any:
