@@ -72,7 +72,7 @@ def summary(config: LabConfig) -> str:
         f"world size: {config.world_size}",
         (
             f"network: {network.mode} {network.name} subnet {plan.subnet} gateway {plan.gateway} "
-            f"ip_range {plan.ip_range}" + (" encrypted" if network.encrypted else "")
+            f"ip_range {plan.ip_range}" + (f" encrypted ({network.ipsec} IPsec)" if network.encrypted else "")
             if network.mode == "overlay"
             else "network: host (no swarm, no overlay)"
         ),

@@ -270,6 +270,8 @@ def ipsec_rules(host: str) -> str:
 
 def test_strongswan_encrypts_the_overlay_on_the_wire_and_leaves_nothing_when_turned_off(stack: Stack) -> None:
     marker = f"dslab-plaintext-{uuid.uuid4().hex}"
+    # Not a time: what the preflight's all-reduce measured, plain and encrypted (Gbit/s).
+    TIMINGS.setdefault("encryption on (strongswan)", {})["preflight busbw before, Gbit/s"] = stack.outputs()["preflight_busbw_gbps"]
     clear = overlay_traffic_on_the_wire(marker)
     # The capture sees overlay traffic as it is: VXLAN, the datagrams readable inside.
     assert clear.with_marker >= 50 and clear.udp_ports[4789] >= 50, (clear.with_marker, clear.udp_ports)
@@ -280,6 +282,7 @@ def test_strongswan_encrypts_the_overlay_on_the_wire_and_leaves_nothing_when_tur
     up(stack)
     timed("encryption on (strongswan)", "up (tunnels, new overlay, containers, training) in", started)
     assert_trained_across_both(stack)
+    TIMINGS["encryption on (strongswan)"]["preflight busbw encrypted, Gbit/s"] = stack.outputs()["preflight_busbw_gbps"]
     ciphered = overlay_traffic_on_the_wire(marker)
     assert ciphered.with_marker == 0, "the datagrams crossed in the clear"
     assert ciphered.udp_ports[4789] == 0, f"VXLAN left the host unencrypted: {ciphered.udp_ports}"
