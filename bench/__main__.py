@@ -33,6 +33,9 @@ def save(results: dict[str, Any], path: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[1])
     parser.add_argument("--runs", type=int, default=3, help="measured runs per figure, after a warm-up (default 3)")
+    parser.add_argument(
+        "--noop-runs", type=int, default=9, help="no-op preview/up runs, each beside the empty program's (default 9)"
+    )
     parser.add_argument("--hosts", type=host_counts, default=[2, 4, 8], help="cold up lab sizes (default 2,4,8)")
     parser.add_argument(
         "--large-runs", type=int, default=1, help="measured cold-up runs on labs above 2 hosts (default 1)"
@@ -59,7 +62,7 @@ def main() -> None:
     if "floor" in parts:
         results["empty_preview_s"] = lifecycle.empty_program_preview(args.runs)
     if "steady" in parts:
-        results["steady_state"] = lifecycle.steady_state(args.runs)
+        results["steady_state"] = lifecycle.steady_state(args.runs, args.noop_runs)
     if "cold" in parts:
         # Lab sizes measured now replace their earlier figures; the others stay.
         measured = {entry["hosts"]: entry for entry in results.get("cold_up", [])}

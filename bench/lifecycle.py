@@ -78,11 +78,13 @@ class BenchStack(Stack):
         super().__init__(cli, STACK)
         lab = yaml.safe_load(LAB_CONFIG.read_text(encoding="utf-8"))
         # The dev stack's batch size fits 2 nodes; its script workload needs the number.
-        deepspeed = load_stack_file(cli.project_dir / f"Pulumi.{STACK}.yaml").training.deepspeed
+        stack_file = cli.project_dir / f"Pulumi.{STACK}.yaml"
+        deepspeed = dict(yaml.safe_load(stack_file.read_text(encoding="utf-8"))["config"]["dslab:training"]["deepspeed"])
         world_size = sum(int(host.get("slots", 1)) for host in lab["dslab:hosts"])
-        batch = int(deepspeed.train_micro_batch_size_per_gpu) * int(deepspeed.gradient_accumulation_steps) * world_size
-        self.merge_config({"hosts": lab["dslab:hosts"],
-                           "training": {"launch": False, "deepspeed": {"train_batch_size": batch}}})  # fmt: skip
+        deepspeed["train_batch_size"] = (
+            int(deepspeed["train_micro_batch_size_per_gpu"]) * int(deepspeed["gradient_accumulation_steps"]) * world_size
+        )
+        self.merge_config({"hosts": lab["dslab:hosts"], "training": {"launch": False, "deepspeed": deepspeed}})
         self.config_path = cli.project_dir / f"Pulumi.{STACK}.yaml"
 
     def up(self) -> None:
@@ -237,8 +239,9 @@ def distribution(hosts: int, runs: int, cold_builds: bool) -> dict[str, Any]:
     return result
 
 
-def empty_program_preview(runs: int) -> float:
-    """The engine's floor: `pulumi preview` of a program that declares nothing."""
+@contextmanager
+def empty_program() -> Iterator[Callable[[], object]]:
+    """The engine's floor: yields `pulumi preview` of a program that declares nothing."""
     work = Path(tempfile.mkdtemp(prefix="dslab-bench-empty-"))
     try:
         project = work / "project"
@@ -248,20 +251,31 @@ def empty_program_preview(runs: int) -> float:
         cli = PulumiCli(project_dir=project, state_dir=work / "state")
         cli.run("stack", "init", "empty")
         cli.run("up", "--yes", "--stack", "empty")
-        times = [timed(lambda: cli.run("preview", "--stack", "empty")) for _ in range(runs)]
-        return median(times)
+        yield lambda: cli.run("preview", "--stack", "empty")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def steady_state(runs: int) -> dict[str, Any]:
-    """No-op preview and up on the unchanged 2-host stack, and a training-argument change."""
+def empty_program_preview(runs: int) -> float:
+    with empty_program() as preview:
+        return median([timed(preview) for _ in range(runs)])
+
+
+def steady_state(runs: int, noop_runs: int) -> dict[str, Any]:
+    """No-op preview and up on the unchanged 2-host stack, each beside the empty program's
+    preview (alternating, so drift on a noisy machine hits both alike), and a
+    training-argument change."""
     lab_up(2)
-    with bench_stack() as stack:
+    with bench_stack() as stack, empty_program() as floor_preview:
         stack.merge_config({"training": {"launch": True, "wait": True}})
         stack.up()
-        preview = [timed(lambda: stack.pulumi("preview", "--expect-no-changes")) for _ in range(runs)]
-        noop_up = [timed(lambda: stack.pulumi("up", "--yes", "--skip-preview", "--expect-no-changes")) for _ in range(runs)]
+        floor: list[float] = []
+        preview: list[float] = []
+        noop_up: list[float] = []
+        for _ in range(noop_runs):
+            floor.append(timed(floor_preview))
+            preview.append(timed(lambda: stack.pulumi("preview", "--expect-no-changes")))
+            noop_up.append(timed(lambda: stack.pulumi("up", "--yes", "--skip-preview", "--expect-no-changes")))
         # Background mode: `up` returns once the new run has started.
         restart = []
         for run in range(runs):
@@ -270,6 +284,8 @@ def steady_state(runs: int) -> dict[str, Any]:
             restart.append(timed(stack.up))
             log(f"argument change {run + 1}/{runs}: new run started after {restart[-1]:.1f} s")
     return {
+        "empty_preview_s": median(floor),
+        "empty_preview_all_s": floor,
         "noop_preview_s": median(preview),
         "noop_up_s": median(noop_up),
         "argument_change_to_start_s": median(restart),
