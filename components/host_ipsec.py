@@ -39,7 +39,7 @@ class HostIpsec(pulumi.ComponentResource):
     image on every host (a TrainingImage of `assets/ipsec/`), and per host a RemoteScript that
     runs its IPsec container and waits for the tunnel to every other host.
 
-    Outputs:
+    Attributes:
         per_host: host name -> its IPsec container resource (what its training container waits for).
     """
 

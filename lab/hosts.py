@@ -38,7 +38,8 @@ def state(host: HostSpec) -> str | None:
 
 
 def ensure_host(host: HostSpec, nameservers: list[str]) -> None:
-    """Create and start the host container, or start it when it exists but is stopped."""
+    """Create and start the host container, or start it when it exists but is stopped; one
+    made with other privileges (an older lab) is made again."""
     current = state(host)
     if current is not None and _spec(host) != HOST_SPEC:
         # Its engine's data is in the volume, which stays: images and swarm state survive.
