@@ -4,6 +4,7 @@
 # the container as a 0600 file, never as an argument or environment variable.
 # Usage: ipsec-run.sh NAME IMAGE LOCAL_ADDRESS TUNNEL_MTU TABLE WAIT_SECONDS PEER_ADDRESS...
 set -euo pipefail
+# dslab:include host/lib/ipsec-teardown.sh
 name=$1 image=$2 local_address=$3 tunnel_mtu=$4 table=$5 wait_seconds=$6
 shift 6
 peers=("$@")
@@ -21,8 +22,7 @@ started=false key_dir=
 cleanup() {
   [[ -z "$key_dir" ]] || rm -rf "$key_dir"
   $started && return
-  docker rm --force "$name" >/dev/null 2>&1 || true
-  docker run --rm --network host --cap-add NET_ADMIN "$image" down "$table" >&2 || true
+  ipsec_teardown "$name" "$image" "$table" || true
 }
 trap cleanup EXIT
 docker create --name "$name" --restart unless-stopped --network host \

@@ -255,6 +255,7 @@ def test_overlay_mtu_arithmetic() -> None:
 
 
 def build_lab_with(network: dict[str, Any]) -> Any:
+    """The dev stack's lab with `network` merged into its network section."""
     from components.config import load_lab_config, strip_namespace
     from components.lab import Lab
 
@@ -310,13 +311,7 @@ def test_docker_ipsec_has_no_tunnels_and_encrypts_the_overlay_itself(mocks: Reco
 
 
 def build_host_mode_lab() -> Any:
-    from components.config import load_lab_config, strip_namespace
-    from components.lab import Lab
-
-    document = yaml.safe_load((REPO / "Pulumi.dev.yaml").read_text(encoding="utf-8"))
-    values, _ = strip_namespace(document["config"])
-    values["network"] = {"mode": "host"}
-    return Lab("lab", load_lab_config(values), project_dir=Path(REPO), owner="organization/dslab/dev")
+    return build_lab_with({"mode": "host"})
 
 
 @pulumi.runtime.test
