@@ -12,6 +12,7 @@ Runs alternate between the tool and its floor so that drift in the machine's spe
 
 from __future__ import annotations
 
+import compileall
 import shlex
 import shutil
 import statistics
@@ -266,6 +267,9 @@ def steady_state(runs: int, noop_runs: int) -> dict[str, Any]:
     preview (alternating, so drift on a noisy machine hits both alike), and a
     training-argument change."""
     lab_up(2)
+    # Python keeps a program's bytecode itself after its first run, unless bytecode writing is
+    # off (this machine sets PYTHONDONTWRITEBYTECODE): measure what a user's later runs read.
+    compileall.compile_dir(REPO / "components", quiet=1)
     with bench_stack() as stack, empty_program() as floor_preview:
         stack.merge_config({"training": {"launch": True, "wait": True}})
         stack.up()

@@ -33,6 +33,7 @@ from typing import Any
 
 import pulumi
 from components.paths import ASSETS_DIR
+from components.provider_exit import exit_without_teardown
 from components.provider_pool import in_dynamic_provider, widen_provider_pool
 from components.shared_source import CHUNK, Producer, Sink, shared_run
 from pulumi.dynamic import (
@@ -50,6 +51,7 @@ SSH_FAILURE_EXIT = 255
 
 if in_dynamic_provider():
     widen_provider_pool()
+    exit_without_teardown()
 
 # Inputs whose change means the thing on the host must be made again.
 REPLACING_INPUTS = ("create", "stdin", "stdin_archive", "pipe_from", "triggers")
