@@ -13,6 +13,7 @@ Runs alternate between the tool and its floor so that drift in the machine's spe
 from __future__ import annotations
 
 import compileall
+import re
 import shlex
 import shutil
 import statistics
@@ -88,8 +89,8 @@ class BenchStack(Stack):
         self.merge_config({"hosts": lab["dslab:hosts"], "training": {"launch": False, "deepspeed": deepspeed}})
         self.config_path = cli.project_dir / f"Pulumi.{STACK}.yaml"
 
-    def up(self) -> None:
-        self.pulumi("up", "--yes", "--skip-preview")
+    def up(self) -> str:
+        return self.pulumi("up", "--yes", "--skip-preview")
 
     def destroy(self) -> None:
         self.pulumi("destroy", "--yes", "--skip-preview")
@@ -175,6 +176,16 @@ def keep_build_cache(stack: BenchStack) -> None:
     stack.destroy()
 
 
+# The CLI's line for a finished image copy: "... RemoteScript lab-image-server2-ship created (81.2s)".
+SHIP_CREATED = re.compile(r"RemoteScript \S+-ship created \((\d+(?:\.\d+)?)s\)")
+
+
+def longest_ship(output: str) -> float:
+    """The slowest worker's image copy in an `up`'s output: the copies run side by side, right
+    after the manager's build and before the containers, so this much of the `up` is shipping."""
+    return max((float(seconds) for seconds in SHIP_CREATED.findall(output)), default=0.0)
+
+
 def cold_up_against_floor(hosts: int, runs: int, warm_up: bool) -> dict[str, Any]:
     """Median cold `pulumi up` and floor-up.sh on `hosts` hosts, on bare hosts but with the
     manager's build cache warm (keep_build_cache); one more discarded round first when `warm_up`."""
@@ -189,16 +200,22 @@ def cold_up_against_floor(hosts: int, runs: int, warm_up: bool) -> dict[str, Any
             floor.up()
             floor.down()
         tool: list[float] = []
+        ship: list[float] = []
         script: list[float] = []
         for run in range(runs):
-            tool.append(timed(stack.up))
-            log(f"{hosts} hosts, run {run + 1}/{runs}: pulumi up {tool[-1]:.1f} s")
+            started = time.monotonic()
+            output = stack.up()
+            tool.append(time.monotonic() - started)
+            ship.append(longest_ship(output))
+            log(f"{hosts} hosts, run {run + 1}/{runs}: pulumi up {tool[-1]:.1f} s, of which shipping {ship[-1]:.1f} s")
             stack.destroy()
             script.append(timed(floor.up))
             floor.down()
             log(f"{hosts} hosts, run {run + 1}/{runs}: pulumi up {tool[-1]:.1f} s, floor {script[-1]:.1f} s")
+    without_ship = [total - shipping for total, shipping in zip(tool, ship)]
     return {"hosts": hosts, "pulumi_up_s": median(tool), "floor_s": median(script), "runs": runs,
-            "pulumi_up_all_s": tool, "floor_all_s": script}  # fmt: skip
+            "ship_s": median(ship), "pulumi_up_without_ship_s": median(without_ship),
+            "pulumi_up_all_s": tool, "floor_all_s": script, "ship_all_s": ship}  # fmt: skip
 
 
 def distribution(hosts: int, runs: int, cold_builds: bool) -> dict[str, Any]:

@@ -1,0 +1,35 @@
+"""The bench's reading of a cold up: how much of it was shipping the image, and the ratio
+of 8 to 2 hosts without it."""
+
+from __future__ import annotations
+
+from bench.lifecycle import longest_ship
+from bench.report import ratios
+
+UP_OUTPUT = """
+ +  pulumi-python:dynamic/dslab:RemoteScript lab-image-server1-build created (12.5s)
+ +  pulumi-python:dynamic/dslab:RemoteScript lab-image-server2-ship created (81.2s)
+ +  pulumi-python:dynamic/dslab:RemoteScript lab-image-server3-ship creating (40s)
+ +  pulumi-python:dynamic/dslab:RemoteScript lab-image-server3-ship created (90s)
+ +  pulumi-python:dynamic/dslab:RemoteScript lab-server3-run created (3.1s)
+"""
+
+
+def test_the_slowest_finished_copy_is_the_shipping_time() -> None:
+    assert longest_ship(UP_OUTPUT) == 90.0
+
+
+def test_an_up_that_shipped_nothing_spent_nothing_shipping() -> None:
+    assert longest_ship(" +  pulumi-python:dynamic/dslab:RemoteScript lab-image-server1-build created (12.5s)") == 0.0
+
+
+def test_the_8_over_2_ratio_without_shipping_uses_what_is_left_of_each_up() -> None:
+    results = {
+        "cold_up": [
+            {"hosts": 2, "pulumi_up_s": 90.0, "floor_s": 80.0, "pulumi_up_without_ship_s": 30.0},
+            {"hosts": 8, "pulumi_up_s": 300.0, "floor_s": 360.0, "pulumi_up_without_ship_s": 42.0},
+        ]
+    }
+    figures = ratios(results)
+    assert figures["cold_up_8_over_2"] == 3.333
+    assert figures["cold_up_8_over_2_without_ship"] == 1.4
