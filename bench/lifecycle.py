@@ -211,7 +211,7 @@ def cold_up_against_floor(hosts: int, runs: int, warm_up: bool) -> dict[str, Any
             stack.destroy()
             script.append(timed(floor.up))
             floor.down()
-            log(f"{hosts} hosts, run {run + 1}/{runs}: pulumi up {tool[-1]:.1f} s, floor {script[-1]:.1f} s")
+            log(f"{hosts} hosts, run {run + 1}/{runs}: floor {script[-1]:.1f} s")
     without_ship = [total - shipping for total, shipping in zip(tool, ship)]
     return {"hosts": hosts, "pulumi_up_s": median(tool), "floor_s": median(script), "runs": runs,
             "ship_s": median(ship), "pulumi_up_without_ship_s": median(without_ship),

@@ -28,10 +28,11 @@ def ratios(results: dict[str, Any]) -> dict[str, float | None]:
     steady = results.get("steady_state", {})
     allreduce = results.get("allreduce_busbw_gbps", {})
     two = cold.get(2, {})
+    # The floor measured beside the no-op runs when there is one.
+    floor = steady.get("empty_preview_s", results.get("empty_preview_s"))
     return {
-        # The floor measured beside them when there is one.
-        "noop_preview_over_floor": ratio(steady.get("noop_preview_s"), steady.get("empty_preview_s", results.get("empty_preview_s"))),
-        "noop_up_over_floor": ratio(steady.get("noop_up_s"), steady.get("empty_preview_s", results.get("empty_preview_s"))),
+        "noop_preview_over_floor": ratio(steady.get("noop_preview_s"), floor),
+        "noop_up_over_floor": ratio(steady.get("noop_up_s"), floor),
         "cold_up_over_script": ratio(two.get("pulumi_up_s"), two.get("floor_s")),
         **{
             f"cold_up_over_script_{hosts}": ratio(entry["pulumi_up_s"], entry["floor_s"])

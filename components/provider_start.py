@@ -28,12 +28,9 @@ def _ask_dynamic_provider(monitor: resource_pb2_grpc.ResourceMonitorStub) -> Non
         pass  # "Invoke is not implemented by the dynamic provider": it has started
 
 
-def start_dynamic_provider() -> threading.Thread | None:
-    """Has the engine launch the dynamic provider now, in the background; None outside an
-    engine run (no monitor, or the mocks of unit tests)."""
+def start_dynamic_provider() -> None:
+    """Has the engine launch the dynamic provider now, in the background; does nothing outside
+    an engine run (no monitor, or the mocks of unit tests)."""
     monitor = settings.get_monitor()
-    if not isinstance(monitor, resource_pb2_grpc.ResourceMonitorStub):
-        return None
-    thread = threading.Thread(target=_ask_dynamic_provider, args=(monitor,), name="dslab-provider-start", daemon=True)
-    thread.start()
-    return thread
+    if isinstance(monitor, resource_pb2_grpc.ResourceMonitorStub):
+        threading.Thread(target=_ask_dynamic_provider, args=(monitor,), name="dslab-provider-start", daemon=True).start()
