@@ -6,6 +6,13 @@ HOSTS ?= 2
 STACK ?= dev
 # Every pulumi call runs with the project's toolchain and local state backend.
 PULUMI := source toolchain/env.sh && pulumi
+# Where the toolchain's sources are read from when something must be built (README,
+# "Air-gapped install"); our team's machines hold a mirror beside the clone.
+ifeq ($(origin DSLAB_SOURCE_MIRROR),undefined)
+ifneq ($(wildcard ../shared/third_party/pulumi-docker),)
+export DSLAB_SOURCE_MIRROR := $(abspath ../shared/third_party)
+endif
+endif
 
 .PHONY: help venv dev-tools engine toolchain lab-up lab-down lab-status demo demo-down test test-unit test-e2e test-faults check bench
 

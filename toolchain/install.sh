@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# Makes the Pulumi toolchain available without internet access: the CLI, the Python
-# language host and the dynamic-provider plugin, at the versions in versions.env.
+# Makes the Pulumi toolchain available without internet access, at the versions in
+# versions.env: the CLI, the official Python language host, and the docker and command
+# provider plugins installed into the project's PULUMI_HOME (.pulumi-home).
 #
-# - A normal Pulumi installation on PATH is used as is; nothing is built.
-# - Otherwise everything is built from the Go module proxy into a cache outside the clone,
-#   keyed by the pinned versions and our sources: the second run takes seconds.
-# - Either way the project gets its own PULUMI_HOME (.pulumi-home), a file state backend
-#   (.pulumi-state) and a generated passphrase for the secrets provider; see env.sh.
+# - A Pulumi installation on PATH (the CLI with its Python language host beside it) is used
+#   as is. Otherwise the CLI is built from the Go module proxy, and the language host from
+#   the source mirror.
+# - A plugin already installed in the project, or in the user's own ~/.pulumi, is used as is;
+#   then one built earlier; then the normal download; last, a build from the source mirror.
+# - The source mirror is the folder $DSLAB_SOURCE_MIRROR (README, "Air-gapped install"); it is
+#   only read: every build works on a copy.
+# - Builds are cached outside the clone in ${DSLAB_CACHE:-~/.cache/dslab}/toolchain, keyed by
+#   the pins, the mirror's content and the build recipe: a second run takes seconds.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -15,37 +20,67 @@ repo=$(dirname "$here")
 source "$here/versions.env"
 
 pulumi_home="$repo/.pulumi-home"
-mkdir -p "$pulumi_home" "$repo/.pulumi-state"
+cache_root="${DSLAB_CACHE:-$HOME/.cache/dslab}/toolchain"
+mirror="${DSLAB_SOURCE_MIRROR:-}"
+mkdir -p "$pulumi_home" "$repo/.pulumi-state" "$cache_root"
 chmod 700 "$pulumi_home"
+export PULUMI_HOME="$pulumi_home" PULUMI_SKIP_UPDATE_CHECK=true
+# Go may not fetch a newer Go by itself: the version on PATH builds everything.
+export GOTOOLCHAIN=local
 
 log() { printf '[toolchain] %s\n' "$*" >&2; }
+fail() { log "$*"; exit 1; }
 
-ambient_toolchain_dir() {
-  # A user who installed Pulumi the usual way has all three programs in one place.
-  local cli
-  cli=$(command -v pulumi 2>/dev/null) || return 1
-  [[ "$cli" == "$pulumi_home"/* ]] && return 1
-  local dir
-  dir=$(dirname "$(readlink -f "$cli")")
-  [[ -x "$dir/pulumi-language-python" && -x "$dir/pulumi-resource-pulumi-python" ]] || return 1
-  echo "$dir"
+# Runs "$@" with its output in a log file, saying every 30 s that it is still at it; on
+# failure shows the end of that log.
+with_progress() {
+  local label=$1 output started=$SECONDS
+  shift
+  output=$(mktemp)
+  "$@" >"$output" 2>&1 &
+  local pid=$! said=$SECONDS
+  while kill -0 "$pid" 2>/dev/null; do
+    sleep 1
+    if ((SECONDS - said >= 30)); then
+      said=$SECONDS
+      log "$label: $((SECONDS - started)) s so far"
+    fi
+  done
+  if ! wait "$pid"; then
+    tail -n 40 "$output" >&2
+    rm -f "$output"
+    fail "$label failed after $((SECONDS - started)) s (its last output is above)"
+  fi
+  rm -f "$output"
 }
 
-cache_key() {
-  # Everything that changes the binaries: pins, our language host, the Go version.
-  { cat "$here/versions.env"; cat "$here/langhost/go.mod" "$here/langhost/go.sum" "$here/langhost/"*.go
-    cat "$here/install.sh"; go version; } | sha256sum | cut -c1-16
+go_module_dir() {
+  go mod download -json "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])'
+}
+
+# A folder of the mirror, checked: the error names the variable and what is missing.
+mirror_folder() {
+  [[ -n "$mirror" ]] || fail "no source mirror: set DSLAB_SOURCE_MIRROR to the folder holding pulumi-command/, pulumi-docker/ and pulumi-language-python/ (README, \"Air-gapped install\")"
+  [[ -d "$mirror/$1" ]] || fail "the source mirror $mirror has no $1/ (README, \"Air-gapped install\")"
+  echo "$mirror/$1"
+}
+
+# A writable copy of a mirror folder in a new temporary folder.
+working_copy() {
+  local work
+  work=$(mktemp -d)
+  cp -R "$(mirror_folder "$1")" "$work/"
+  chmod -R u+w "$work"
+  echo "$work/$1"
 }
 
 build_cli() {
-  local out=$1 work
+  local out=$1 work pkg_dir
   work=$(mktemp -d)
-  log "building pulumi v$PULUMI_VERSION (first time only: a few minutes)"
-  local pkg_dir
-  pkg_dir=$(go mod download -json "github.com/pulumi/pulumi/pkg/v3@v$PULUMI_VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
+  pkg_dir=$(go_module_dir "github.com/pulumi/pulumi/pkg/v3@v$PULUMI_VERSION")
   (
     cd "$work"
-    go mod init dslab.local/toolchain/pulumi-cli >/dev/null 2>&1
+    go mod init dslab.local/toolchain/pulumi-cli
     go mod edit -require="github.com/pulumi/pulumi/pkg/v3@v$PULUMI_VERSION" \
                 -require="github.com/pulumi/pulumi/sdk/v3@v$PULUMI_VERSION"
     # `go install pkg@version` refuses modules with replace directives, so repeat pkg's
@@ -55,26 +90,134 @@ build_cli() {
     done
     printf '//go:build tools\n\npackage tools\n\nimport _ "github.com/pulumi/pulumi/pkg/v3/cmd/pulumi"\n' > tools.go
     cp "$pkg_dir/go.sum" go.sum
-    go mod tidy >/dev/null 2>&1 || go mod tidy
+    go mod tidy
     go build -trimpath -o "$out/pulumi" \
       -ldflags "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=v$PULUMI_VERSION" \
       github.com/pulumi/pulumi/pkg/v3/cmd/pulumi
   )
   rm -rf "$work"
-}
-
-build_language_host() {
-  local out=$1
-  log "building pulumi-language-python (our own host, toolchain/langhost)"
-  (cd "$here/langhost" && go build -trimpath -o "$out/pulumi-language-python" \
-    -ldflags "-X main.version=$PULUMI_VERSION" .)
+  # The Python SDK's two scripts: the program runner and the dynamic-provider plugin.
   local sdk_dir
-  sdk_dir=$(go mod download -json "github.com/pulumi/pulumi/sdk/v3@v$PULUMI_PYTHON_SDK_VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
+  sdk_dir=$(go_module_dir "github.com/pulumi/pulumi/sdk/v3@v$PULUMI_PYTHON_SDK_VERSION")
   install -m 0755 "$sdk_dir/python/cmd/pulumi-language-python-exec" "$out/"
   install -m 0755 "$sdk_dir/python/dist/pulumi-resource-pulumi-python" "$out/"
 }
 
-link_toolchain() {
+build_language_python() {
+  local out=$1 src
+  src=$(working_copy pulumi-language-python)
+  (
+    cd "$src/sdk/python/cmd/pulumi-language-python"
+    # Its go.mod points pulumi's own modules into the pulumi repository; take the released ones.
+    go mod edit -dropreplace github.com/pulumi/pulumi/pkg/v3 -dropreplace github.com/pulumi/pulumi/sdk/v3
+    GOFLAGS=-mod=mod go get "github.com/pulumi/pulumi/pkg/v3@v$PULUMI_LANGUAGE_PYTHON_VERSION" \
+      "github.com/pulumi/pulumi/sdk/v3@v$PULUMI_LANGUAGE_PYTHON_VERSION"
+    go build -trimpath -o "$out/pulumi-language-python" \
+      -ldflags "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=v$PULUMI_LANGUAGE_PYTHON_VERSION" .
+  )
+  rm -rf "$(dirname "$src")"
+}
+
+build_resource_command() {
+  local out=$1 src
+  src=$(working_copy pulumi-command)
+  (
+    cd "$src/provider"
+    go build -trimpath -o "$out/pulumi-resource-command" \
+      -ldflags "-X github.com/pulumi/pulumi-command/provider/pkg/version.Version=$PULUMI_COMMAND_VERSION" \
+      ./cmd/pulumi-resource-command
+  )
+  rm -rf "$(dirname "$src")"
+}
+
+build_resource_docker() {
+  local out=$1 src patch
+  src=$(working_copy pulumi-docker)
+  (
+    cd "$src/upstream"
+    for patch in ../patches/*.patch; do patch -p1 --quiet < "$patch"; done
+    cd "$src/provider"
+    export CGO_ENABLED=0
+    (cd cmd/pulumi-resource-docker && VERSION=$PULUMI_DOCKER_VERSION go generate ./main.go)
+    go build -trimpath -o "$out/pulumi-resource-docker" \
+      -ldflags "-X github.com/pulumi/pulumi-docker/provider/v4/pkg/version.Version=$PULUMI_DOCKER_VERSION -s -w" \
+      ./cmd/pulumi-resource-docker
+  )
+  rm -rf "$(dirname "$src")"
+}
+
+# What a build of NAME depends on besides its version: its recipe, Go, and where it comes
+# from the mirror, that folder's content (names, modes and bytes, not timestamps).
+build_inputs_hash() {
+  local name=$1 mirror_part=${2:-}
+  {
+    declare -f "build_${name//-/_}"
+    go version
+    cat "$here/replaces.py"
+    if [[ -n "$mirror_part" ]]; then
+      tar -C "$(mirror_folder "$mirror_part")" -c --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner .
+    fi
+  } | sha256sum | cut -c1-12
+}
+
+# Prints the cache folder holding NAME at VERSION, building it first when there is none.
+# MIRROR_PART is the mirror folder it is built from (none: the Go module proxy). Without a
+# mirror, an earlier build of the same version is reused.
+cached_build() {
+  local name=$1 version=$2 mirror_part=${3:-} dir
+  if [[ -n "$mirror_part" && -z "$mirror" ]]; then
+    dir=$(find "$cache_root" -mindepth 2 -maxdepth 2 -name .complete -path "*/$name-$version-*" -printf '%h\n' | head -n 1)
+    [[ -n "$dir" ]] && { echo "$dir"; return; }
+  fi
+  command -v go >/dev/null || fail "Go is needed to build $name $version (none on PATH; README, \"What the operator's machine needs\")"
+  dir="$cache_root/$name-$version-$(build_inputs_hash "$name" "$mirror_part")"
+  if [[ ! -f "$dir/.complete" ]]; then
+    local staging="$dir.partial" started=$SECONDS
+    rm -rf "$staging"
+    mkdir -p "$staging"
+    log "building $name $version${mirror_part:+ from $mirror/$mirror_part} (first time only)"
+    with_progress "building $name $version" "build_${name//-/_}" "$staging"
+    touch "$staging/.complete"
+    rm -rf "$dir"
+    mv "$staging" "$dir"
+    log "built $name $version in $((SECONDS - started)) s"
+    # Builds for other pins or sources are large and quick to redo from Go's own caches.
+    find "$cache_root" -mindepth 1 -maxdepth 1 -type d -name "$name-*" ! -path "$dir" -exec rm -rf {} +
+  fi
+  echo "$dir"
+}
+
+ambient_toolchain_dir() {
+  # A user who installed Pulumi the usual way has these programs in one place.
+  local cli dir
+  cli=$(command -v pulumi 2>/dev/null) || return 1
+  [[ "$cli" == "$pulumi_home"/* ]] && return 1
+  dir=$(dirname "$(readlink -f "$cli")")
+  [[ -x "$dir/pulumi-language-python" && -x "$dir/pulumi-resource-pulumi-python" ]] || return 1
+  echo "$dir"
+}
+
+# The CLI finds its language host beside its own executable (symlinks resolved), so the
+# binaries are gathered into one folder; hard links where the filesystem allows.
+gather_bin() {
+  local dirs=("$@") key dir
+  key=$(printf '%s\n' "${dirs[@]}" | sha256sum | cut -c1-12)
+  dir="$cache_root/bin-$key"
+  if [[ ! -f "$dir/.complete" ]]; then
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    local source file
+    for source in "${dirs[@]}"; do
+      for file in "$source"/*; do cp -l "$file" "$dir/" 2>/dev/null || cp "$file" "$dir/"; done
+    done
+    touch "$dir/.complete"
+    find "$cache_root" -mindepth 1 -maxdepth 1 -type d -name "bin-*" ! -path "$dir" -exec rm -rf {} +
+  fi
+  echo "$dir"
+}
+
+link_bin() {
+  rm -rf "${pulumi_home:?}/bin"
   ln -sfn "$1" "$pulumi_home/bin"
 }
 
@@ -86,36 +229,52 @@ ensure_passphrase() {
   fi
 }
 
+# Installs the resource plugin NAME at VERSION into the project's PULUMI_HOME.
+ensure_plugin() {
+  local name=$1 version=$2 binary="pulumi-resource-$1"
+  local installed="$pulumi_home/plugins/resource-$name-v$version/$binary"
+  [[ -x "$installed" ]] && return
+  local user_plugin="$HOME/.pulumi/plugins/resource-$name-v$version/$binary"
+  local built
+  built=$(find "$cache_root" -mindepth 2 -maxdepth 2 -name .complete -path "*/resource-$name-$version-*" -printf '%h\n' | head -n 1)
+  if [[ -x "$user_plugin" ]]; then
+    log "$name $version: from $user_plugin"
+    pulumi plugin install resource "$name" "$version" --file "$user_plugin" >/dev/null
+  elif [[ -n "$built" ]]; then
+    pulumi plugin install resource "$name" "$version" --file "$built/$binary" >/dev/null
+  elif timeout 60 pulumi plugin install resource "$name" "$version" >/dev/null 2>&1; then
+    log "$name $version: downloaded"
+  else
+    log "$name $version: no download (no internet?); building it from the source mirror"
+    built=$(cached_build "resource-$name" "$version" "pulumi-$name")
+    pulumi plugin install resource "$name" "$version" --file "$built/$binary" >/dev/null
+  fi
+  [[ -x "$installed" ]] || fail "pulumi plugin install did not put $binary $version into $pulumi_home/plugins"
+}
+
+# Removes what older versions of this script cached (a folder per whole toolchain).
+forget_old_layout() {
+  find "$cache_root" -mindepth 1 -maxdepth 1 -type d -regextype egrep \
+    ! -regex '.*/(cli|language-python|resource-docker|resource-command|bin)-.*' -exec rm -rf {} +
+}
+
 main() {
   ensure_passphrase
+  forget_old_layout
   local dir
   if dir=$(ambient_toolchain_dir); then
-    log "using the Pulumi installation in $dir ($("$dir/pulumi" version)); nothing to build"
-    link_toolchain "$dir"
-    return
-  fi
-  command -v go >/dev/null || { log "Go is needed to build the toolchain (none on PATH)"; exit 1; }
-  local cache key
-  key=$(cache_key)
-  cache="${DSLAB_CACHE:-$HOME/.cache/dslab}/toolchain/$key"
-  if [[ -f "$cache/.complete" ]]; then
-    log "reusing $cache"
+    log "using the Pulumi installation in $dir ($("$dir/pulumi" version))"
+    link_bin "$dir"
   else
-    local staging="$cache.partial"
-    rm -rf "$staging"
-    mkdir -p "$staging"
-    local started=$SECONDS
-    build_cli "$staging"
-    build_language_host "$staging"
-    touch "$staging/.complete"
-    rm -rf "$cache"
-    mv "$staging" "$cache"
-    log "built in $((SECONDS - started)) s into $cache"
-    # Builds for other pins are ~200 MB each and quick to redo from Go's own caches.
-    find "$(dirname "$cache")" -mindepth 1 -maxdepth 1 -type d ! -path "$cache" -exec rm -rf {} +
+    local cli language
+    cli=$(cached_build cli "$PULUMI_VERSION-sdk$PULUMI_PYTHON_SDK_VERSION")
+    language=$(cached_build language-python "$PULUMI_LANGUAGE_PYTHON_VERSION" pulumi-language-python)
+    link_bin "$(gather_bin "$cli" "$language")"
   fi
-  link_toolchain "$cache"
-  log "$("$cache/pulumi" version) ready; run: source toolchain/env.sh"
+  export PATH="$pulumi_home/bin:$PATH"
+  ensure_plugin docker "$PULUMI_DOCKER_VERSION"
+  ensure_plugin command "$PULUMI_COMMAND_VERSION"
+  log "$(pulumi version), docker $PULUMI_DOCKER_VERSION, command $PULUMI_COMMAND_VERSION ready; run: source toolchain/env.sh"
 }
 
 main "$@"

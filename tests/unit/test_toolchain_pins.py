@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from tests.support.pulumi_cli import REPO
 
 
@@ -12,18 +14,29 @@ def pins() -> dict[str, str]:
     return dict(re.findall(r"^([A-Z_]+)=(\S+)", text, flags=re.MULTILINE))
 
 
-def test_the_python_sdk_pin_matches_requirements_txt() -> None:
-    requirements = (REPO / "requirements.txt").read_text()
-    assert f"pulumi=={pins()['PULUMI_PYTHON_SDK_VERSION']}" in requirements
+def required_versions() -> dict[str, str]:
+    text = (REPO / "requirements.txt").read_text()
+    return dict(re.findall(r"^([A-Za-z0-9_.-]+)==(\S+)", text, flags=re.MULTILINE))
 
 
-def test_the_language_host_builds_against_the_pinned_sdk() -> None:
-    go_mod = (REPO / "toolchain" / "langhost" / "go.mod").read_text()
-    assert f"github.com/pulumi/pulumi/sdk/v3 v{pins()['PULUMI_VERSION']}" in go_mod
+@pytest.mark.parametrize(
+    ("package", "pin"),
+    [
+        ("pulumi", "PULUMI_PYTHON_SDK_VERSION"),
+        ("pulumi-docker", "PULUMI_DOCKER_VERSION"),
+        ("pulumi-command", "PULUMI_COMMAND_VERSION"),
+    ],
+)
+def test_each_python_sdk_in_requirements_txt_is_the_pinned_version(package: str, pin: str) -> None:
+    assert required_versions().get(package) == pins()[pin], (
+        f"requirements.txt has {package}=={required_versions().get(package)}, "
+        f"toolchain/versions.env has {pin}={pins()[pin]}: the SDK must match its plugin"
+    )
 
 
-def test_the_sdk_is_not_newer_than_the_cli() -> None:
+def test_the_sdk_and_the_language_host_are_not_newer_than_the_cli() -> None:
     def version(text: str) -> tuple[int, ...]:
         return tuple(int(part) for part in text.split("."))
 
     assert version(pins()["PULUMI_PYTHON_SDK_VERSION"]) <= version(pins()["PULUMI_VERSION"])
+    assert version(pins()["PULUMI_LANGUAGE_PYTHON_VERSION"]) <= version(pins()["PULUMI_VERSION"])
