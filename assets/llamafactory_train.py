@@ -14,19 +14,56 @@ Before handing over, the process group is initialised with the accelerator's own
 is built with MPI, as Debian's is, and its gather then fails with "no support for
 _allgather_base in MPI process group"; the Trainer's --ddp_backend is ignored with
 --deepspeed.
+
+The Trainer's optimizer is also made without empty parameter groups (see
+:func:`drop_empty_param_groups`), or a LoRA run fails at its first step on torch 2.10 and
+later, as on the GPU check's torch 2.11 (docs/gpu.md). DeepSpeed's own messages are logged
+from INFO up: its ranks log only warnings otherwise, and the log would not show the
+configuration the engine resolved from ds_config.json's "auto" values (fp16 or not, loss
+scaling, ZeRO stage), nor skipped fp16 steps.
 """
 
 from __future__ import annotations
+
+from typing import Any
+
+
+def without_empty_param_groups(optimizer: Any) -> Any:
+    """``optimizer`` with the parameter groups that hold no parameter removed, in place."""
+    optimizer.param_groups[:] = [group for group in optimizer.param_groups if group["params"]]
+    return optimizer
+
+
+def drop_empty_param_groups(trainer_class: Any) -> None:
+    """Make ``trainer_class.create_optimizer`` leave out empty parameter groups.
+
+    The Trainer groups the trainable parameters into "decay" and "no decay" (biases and
+    norms); a LoRA model trains neither, so the second group is empty. The Trainer builds
+    its learning-rate scheduler on both groups, then DeepSpeed drops the empty one from the
+    optimizer: torch 2.10 and later check that the two agree at every scheduler step
+    ("ValueError: zip() argument 2 is longer than argument 1"), where earlier torch ignored
+    the extra rate. Without the empty group both see the same groups from the start.
+    """
+    create_optimizer = trainer_class.create_optimizer
+
+    def create_optimizer_without_empty_groups(self: Any) -> Any:
+        return without_empty_param_groups(create_optimizer(self))
+
+    trainer_class.create_optimizer = create_optimizer_without_empty_groups
 
 
 def main() -> None:
     import deepspeed
     from deepspeed.accelerator import get_accelerator
+    from deepspeed.utils import set_log_level_from_string
 
+    set_log_level_from_string("info")
     deepspeed.init_distributed(dist_backend=get_accelerator().communication_backend_name())
 
     from llamafactory.train.tuner import run_exp
+    from transformers import Trainer
 
+    drop_empty_param_groups(Trainer)
     run_exp()
 
 

@@ -29,7 +29,7 @@ import yaml
 
 from components.build_context import build_args, context_entries, image_tag
 from components.config import load_stack_file
-from components.container_spec import docker_run_args
+from components.container_spec import container_spec, docker_run_args
 from components.overlay_network import driver_mtu_option
 from components.remote_script import archive_bytes
 from tests.support.pulumi_cli import REPO, PulumiCli
@@ -130,7 +130,7 @@ class Floor:
         self.args_dir = work / "run-args"
         self.args_dir.mkdir(exist_ok=True)
         for host in config.hosts:
-            args = docker_run_args(config, host, self.tag, owner="bench-floor")
+            args = docker_run_args(container_spec(config, host, self.tag, owner="bench-floor"))
             (self.args_dir / f"{host.name}.args").write_bytes(b"".join(arg.encode() + b"\0" for arg in args))
         self.hosts = [f"{host.name}={host.address}" for host in config.hosts_manager_first]
         self.names = [host.name for host in config.hosts_manager_first]

@@ -1,67 +1,109 @@
-"""The `docker run` arguments of a node's training container, from the configuration."""
+"""A node's training container as the configuration describes it: a typed spec the
+`docker.Container` is made from (and, for the bench's hand-written floor, `docker run` args)."""
 
 from __future__ import annotations
 
-from components.config import Host, LabConfig
-from components.types import GpuRequestValue
+from dataclasses import dataclass
+
+from components.config import Host, LabConfig, Mount
+from components.types import GpuRequestValue, size_to_mb
 from components.workload_inputs import workload_mounts
 
 
-def gpus_flag(gpus: GpuRequestValue) -> list[str]:
-    """`--gpus` for a GPU request: all, a count, or device ids; nothing for "none"."""
+def gpus_value(gpus: GpuRequestValue) -> str | None:
+    """docker's `--gpus` value for a GPU request: all, a count, or device ids; None for "none"."""
     if gpus == "none":
-        return []
-    if gpus == "all":
-        return ["--gpus", "all"]
-    if isinstance(gpus, int):
-        return ["--gpus", str(gpus)]
-    # docker wants the quotes: --gpus '"device=0,1"'
-    return ["--gpus", '"device=' + ",".join(str(device) for device in gpus) + '"']
+        return None
+    if gpus == "all" or isinstance(gpus, int):
+        return str(gpus)
+    # docker parses the value as CSV: the quotes keep "device=0,1" one field
+    return '"device=' + ",".join(str(device) for device in gpus) + '"'
 
 
-def docker_run_args(config: LabConfig, host: Host, image: str, owner: str) -> list[str]:
-    """Everything after `docker run --detach --name NAME` for `host`'s container.
+def interface_subnet(config: LabConfig, host: Host) -> str:
+    """The subnet whose address names the container's NCCL/gloo interface (the entrypoint's
+    DSLAB_OVERLAY_SUBNET): the overlay's, or in host mode the host's own address."""
+    return f"{host.address}/32" if config.network.mode == "host" else config.network.subnet
 
-    Every other node is in /etc/hosts by name (`--add-host`), from the static address
-    plan (or, in host mode, the hosts' addresses), so names resolve even before Docker's
-    DNS has seen the other containers and stay right after a container is recreated.
-    """
+
+@dataclass(frozen=True)
+class ContainerSpec:
+    """Everything about one host's container that comes from the configuration."""
+
+    name: str
+    hostname: str
+    image: str
+    """The image tag (name:content hash)."""
+    network: str | None
+    """The overlay network's name; None: the host's network."""
+    address: str
+    """The static overlay address from the plan, or the host's own address in host mode."""
+    extra_hosts: tuple[tuple[str, str], ...]
+    """(name, address) of every other node, for /etc/hosts."""
+    shm_size_mb: int
+    restart: str
+    ulimits: tuple[tuple[str, int, int], ...]
+    """(name, soft, hard), sorted by name."""
+    gpus: str | None
+    """docker's `--gpus` value; None: no GPUs."""
+    mounts: tuple[Mount, ...]
+    env: tuple[tuple[str, str], ...]
+    """Sorted by name."""
+    labels: tuple[tuple[str, str], ...]
+
+
+def container_spec(config: LabConfig, host: Host, image: str, owner: str) -> ContainerSpec:
+    """`host`'s container. Every other node is in /etc/hosts by name, from the static address
+    plan (or, in host mode, the hosts' addresses), so names resolve even before Docker's DNS
+    has seen the other containers and stay right after a container is recreated."""
     container = config.container
-    shm_size = host.overrides.shm_size or container.shm_size
-    if config.network.mode == "host":
-        network = ["--network", "host"]
-        # The entrypoint finds the interface holding this "subnet": the host's own address.
-        interface_subnet = f"{host.address}/32"
-    else:
-        network = [
-            "--network", config.network.name,
-            "--ip", config.node_address(host.name),
-            "--network-alias", host.name,
-        ]  # fmt: skip
-        interface_subnet = config.network.subnet
-    args = [
-        "--hostname", host.name,
-        *network,
-        "--shm-size", shm_size,
-        "--restart", container.restart,
-        "--label", f"dslab.owner={owner}",
-        "--label", f"dslab.host={host.name}",
-    ]  # fmt: skip
-    for name, limit in sorted(container.ulimits.items()):
-        args += ["--ulimit", f"{name}={limit.soft}:{limit.hard}"]
-    for other in config.hosts:
-        if other.name != host.name:
-            args += ["--add-host", f"{other.name}:{config.node_address(other.name)}"]
-    args += gpus_flag(host.gpus)
-    for mount in (*container.mounts, *host.overrides.mounts, *workload_mounts(config)):
-        args += ["--volume", f"{mount.source}:{mount.target}" + (":ro" if mount.read_only else "")]
+    gpus = gpus_value(host.gpus)
+    labels = [("dslab.host", host.name), ("dslab.owner", owner)]
+    if gpus is not None:
+        # The engine reports any GPU request as "all": the label keeps the one asked for.
+        labels.append(("dslab.gpus", gpus))
     environment = {
         **container.env,
         **host.overrides.env,
-        "DSLAB_OVERLAY_SUBNET": interface_subnet,
+        "DSLAB_OVERLAY_SUBNET": interface_subnet(config, host),
         "DSLAB_SSH_PORT": str(config.container_ssh_port),
     }
-    for name, value in sorted(environment.items()):
+    return ContainerSpec(
+        name=container.name,
+        hostname=host.name,
+        image=image,
+        network=config.network.name if config.network.mode == "overlay" else None,
+        address=config.node_address(host.name),
+        extra_hosts=tuple((other.name, config.node_address(other.name)) for other in config.hosts if other.name != host.name),
+        shm_size_mb=size_to_mb(host.overrides.shm_size or container.shm_size),
+        restart=container.restart,
+        ulimits=tuple((name, limit.soft, limit.hard) for name, limit in sorted(container.ulimits.items())),
+        gpus=gpus,
+        mounts=(*container.mounts, *host.overrides.mounts, *workload_mounts(config)),
+        env=tuple(sorted(environment.items())),
+        labels=tuple(sorted(labels)),
+    )
+
+
+def docker_run_args(spec: ContainerSpec) -> list[str]:
+    """The same container as `docker run --detach --name NAME` arguments (the bench's
+    hand-written floor runs it so)."""
+    if spec.network is None:
+        network = ["--network", "host"]
+    else:
+        network = ["--network", spec.network, "--ip", spec.address, "--network-alias", spec.hostname]
+    args = ["--hostname", spec.hostname, *network, "--shm-size", f"{spec.shm_size_mb}m", "--restart", spec.restart]
+    for key, value in spec.labels:
+        args += ["--label", f"{key}={value}"]
+    for name, soft, hard in spec.ulimits:
+        args += ["--ulimit", f"{name}={soft}:{hard}"]
+    for other, address in spec.extra_hosts:
+        args += ["--add-host", f"{other}:{address}"]
+    if spec.gpus is not None:
+        args += ["--gpus", spec.gpus]
+    for mount in spec.mounts:
+        args += ["--volume", f"{mount.source}:{mount.target}" + (":ro" if mount.read_only else "")]
+    for name, value in spec.env:
         args += ["--env", f"{name}={value}"]
-    args.append(image)
+    args.append(spec.image)
     return args

@@ -12,9 +12,8 @@ from components.connection import RemoteHost
 from components.naming import component_type
 from components.preflight import Preflight, PreflightArgs
 from components.remote_script import RemoteScript, script_call
+from components.run_files import DEEPSPEED_ENV_PATH, RUN_DIR
 
-RUN_DIR = "/opt/dslab/run"
-"""Where the hostfile, ds_config.json, the log and the status file live in the manager container."""
 
 
 @dataclass(frozen=True)
@@ -120,7 +119,7 @@ class DeepSpeedLaunch(pulumi.ComponentResource):
                 "--",
                 *args.argv,
             ),
-            stdin_archive={"root/.deepspeed_env": {"content": args.deepspeed_env}},
+            stdin_archive={DEEPSPEED_ENV_PATH.lstrip("/"): {"content": args.deepspeed_env}},
             delete=script_call("host/deepspeed-stop.sh", args.container_name),
             # New files or a new mesh (replaced containers) run training again.
             triggers=[resource.id for resource in before_run],

@@ -12,21 +12,17 @@ from typing import Any
 import pulumi
 
 from components.build_context import build_args, context_entries, image_tag, ipsec_context_entries, ipsec_image_tag
-from components.config import LabConfig, LlamaFactoryWorkload
+from components.config import LabConfig
 from components.connection import RemoteHost, remote_host
-from components.dataset_info import render_dataset_info
-from components.container_spec import docker_run_args
-from components.deepspeed_env import deepspeed_environment, render_deepspeed_env
-from components.deepspeed_launch import RUN_DIR, DeepSpeedLaunch, DeepSpeedLaunchArgs
-from components.ds_config import render_ds_config
+from components.container_spec import container_spec
+from components.host_engine import host_engine
+from components.deepspeed_launch import DeepSpeedLaunch, DeepSpeedLaunchArgs
 from components.host_claim import HostClaims, HostClaimsArgs
 from components.host_ipsec import HostIpsec, HostIpsecArgs
-from components.hostfile import render_hostfile
 from components.image import TrainingImage, TrainingImageArgs
 from components.input_check import InputCheck, InputCheckArgs
 from components.local_file import LocalFile
 from components.loss_plot import loss_plot_copy, loss_plot_in_container
-from components.launch_argv import launch_argv_for, preflight_argv_for
 from components.naming import component_type
 from components.node_container import NodeContainer, NodeContainerArgs
 from components.overlay_network import (
@@ -36,12 +32,10 @@ from components.overlay_network import (
     OverlayNetwork,
     OverlayNetworkArgs,
 )
+from components.run_files import run_deepspeed_env, run_files
 from components.ssh_mesh import MeshMember, SshMesh, SshMeshArgs
 from components.swarm import Swarm, SwarmArgs
 from components.workload_inputs import required_paths
-
-IMAGE_PATH = "/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-"""PATH inside the training image (its venv first); remote ranks get it from .deepspeed_env."""
 
 
 class Lab(pulumi.ComponentResource):
@@ -70,6 +64,7 @@ class Lab(pulumi.ComponentResource):
         super().__init__(component_type("Lab"), name, None, opts)
         self.config = config
         self.hosts: dict[str, RemoteHost] = {host.name: remote_host(host, config.operator) for host in config.hosts}
+        self.engines = {host.name: host_engine(host, config.operator, parent=self) for host in config.hosts}
         self.plan = config.address_plan()
         self.claims = HostClaims(
             f"{name}-claim",
@@ -88,7 +83,8 @@ class Lab(pulumi.ComponentResource):
         self.inputs = self._create_input_check(name)
         self.containers = {host.name: self._create_container(name, host.name, owner) for host in config.hosts}
         self.mesh = self._create_mesh(name)
-        self.hostfile = render_hostfile(config.hosts, by_address=not overlay)
+        self.run = run_files(config)
+        self.hostfile = self.run.hostfile
         # Only a waited-for run has drawn its loss curve when `pulumi up` ends.
         self.loss_plot_path = loss_plot_in_container(config.training.workload) if config.training.wait else None
         self.launch = self._create_launch(name) if config.training.launch else None
@@ -111,7 +107,6 @@ class Lab(pulumi.ComponentResource):
         return OverlayNetwork(
             f"{name}-network",
             OverlayNetworkArgs(
-                manager=self.hosts[self.config.manager.name],
                 hosts=tuple(self.hosts[host.name] for host in self.config.hosts_manager_first),
                 network_name=network.name,
                 subnet=network.subnet,
@@ -122,7 +117,7 @@ class Lab(pulumi.ComponentResource):
                 tunnel_overhead=ESP_IN_UDP_OVERHEAD if self.strongswan else 0,
                 tunnel_limit=LIBIPSEC_MTU if self.strongswan else None,
             ),
-            pulumi.ResourceOptions(parent=self, depends_on=[swarm]),
+            pulumi.ResourceOptions(parent=self, depends_on=[swarm], providers=[self.engines[self.config.manager.name]]),
         )
 
     @property
@@ -200,15 +195,13 @@ class Lab(pulumi.ComponentResource):
             f"{name}-{host_name}",
             NodeContainerArgs(
                 host_name=host_name,
-                connection=self.hosts[host_name].connection,
-                container_name=self.config.container.name,
-                network_name=self.config.network.name if self.network is not None else "host",
-                address=self.config.node_address(host_name),
-                run_args=docker_run_args(self.config, host, self.image.tag, owner),
+                spec=container_spec(self.config, host, self.image.tag, owner),
                 image_id=image.result.apply(lambda result: str(result["image_id"])),
-                network_id=self.network.network_id if self.network is not None else "host",
+                network_id=self.network.network_id if self.network is not None else None,
             ),
-            pulumi.ResourceOptions(parent=self, depends_on=[*network, image, *checked]),
+            pulumi.ResourceOptions(
+                parent=self, depends_on=[*network, image, *checked], providers=[self.engines[host_name]]
+            ),
         )
 
     def _create_mesh(self, name: str) -> SshMesh:
@@ -236,10 +229,10 @@ class Lab(pulumi.ComponentResource):
         manager = config.manager
         # The configured interface, or the one the manager's container found on the overlay.
         socket_ifname: pulumi.Input[str] = (
-            config.training.socket_ifname or self.containers[manager.name].socket_ifname
+            config.training.socket_ifname or self.mesh.socket_ifname
         )
         deepspeed_env = pulumi.Output.from_input(socket_ifname).apply(
-            lambda ifname: render_deepspeed_env(deepspeed_environment(config, ifname, IMAGE_PATH))
+            lambda ifname: run_deepspeed_env(config, ifname)
         )
         return DeepSpeedLaunch(
             f"{name}-training",
@@ -248,21 +241,17 @@ class Lab(pulumi.ComponentResource):
                 nodes=tuple(self.hosts[host.name] for host in config.hosts_manager_first),
                 container_name=config.container.name,
                 workdir=config.training.workload.workdir,
-                argv=launch_argv_for(config, f"{RUN_DIR}/hostfile", f"{RUN_DIR}/ds_config.json"),
-                hostfile=self.hostfile,
-                ds_config=render_ds_config(config.training.deepspeed),
-                dataset_info=(
-                    render_dataset_info(config.training.workload)
-                    if isinstance(config.training.workload, LlamaFactoryWorkload)
-                    else None
-                ),
+                argv=list(self.run.argv),
+                hostfile=self.run.hostfile,
+                ds_config=self.run.ds_config,
+                dataset_info=self.run.dataset_info,
                 deepspeed_env=deepspeed_env,
                 wait=config.training.wait,
                 stall_timeout=config.training.stall_timeout,
                 loss_plot=self.loss_plot_path,
                 mesh=list(self.mesh.trusts),
                 preflight=config.training.preflight,
-                preflight_argv=preflight_argv_for(config, f"{RUN_DIR}/hostfile"),
+                preflight_argv=list(self.run.preflight_argv),
             ),
             pulumi.ResourceOptions(parent=self),
         )

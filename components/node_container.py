@@ -1,64 +1,111 @@
-"""NodeContainer: one host's training container on the overlay, with its static address."""
+"""NodeContainer: one host's training container, a `docker.Container` on that host's engine."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import pulumi
+import pulumi_docker as docker
 
+from components.container_spec import ContainerSpec
 from components.naming import component_type
-from components.remote_script import RemoteScript, script_call
+
+READY_CHECK = ["CMD", "/opt/dslab/ready.sh"]
+"""The image's readiness script (assets/container/ready.sh): keys settled, sshd running."""
 
 
 @dataclass(frozen=True)
 class NodeContainerArgs:
     host_name: str
-    connection: pulumi.Input[dict[str, Any]]
-    container_name: str
-    network_name: str
-    address: str
-    """Static overlay address (from the address plan)."""
-    run_args: list[str]
-    """`docker run` arguments after the name, image last (components.container_spec)."""
+    spec: ContainerSpec
     image_id: pulumi.Input[str]
-    """A new image id replaces the container."""
-    network_id: pulumi.Input[str]
-    """A new network (or "host") replaces the container: a network in use cannot be removed."""
+    """The image by id: a rebuilt image replaces the container."""
+    network_id: pulumi.Input[str] | None
+    """The overlay network by id (None on the hosts' network): a new network replaces the
+    container, since a network in use cannot be removed."""
+
+
+def healthcheck() -> docker.ContainerHealthcheckArgs:
+    """Checked every second while the container starts (`pulumi up` waits for healthy), then
+    every 30 s. Durations are written as the engine reads them back, so refresh sees no change."""
+    return docker.ContainerHealthcheckArgs(
+        tests=READY_CHECK,
+        interval="30s",
+        start_period="2m0s",
+        start_interval="1s",
+        timeout="10s",
+        retries=3,
+    )
 
 
 class NodeContainer(pulumi.ComponentResource):
-    """Creates one RemoteScript that runs the container and reads it back on refresh: a
-    container deleted or stopped behind our back is made again by the next `up`.
+    """Creates the `<host>-<name>` container with its static overlay address (or on the host's
+    network), hostname, /etc/hosts entries, shm, ulimits, GPUs, restart policy, mounts and
+    environment, and waits until it is healthy. A container deleted or stopped behind our back
+    is dropped by `pulumi refresh` and made again by the next `up`.
+
+    The component's `providers` option names the host's engine.
 
     Outputs:
-        address: the container's overlay address, as the engine reports it.
+        address: the container's overlay address as the engine reports it (the host's in host mode).
         container_id: the engine's container id.
-        socket_ifname: the container's interface on the overlay (for NCCL/gloo).
     """
 
     address: pulumi.Output[str]
     container_id: pulumi.Output[str]
-    socket_ifname: pulumi.Output[str]
 
     def __init__(self, name: str, args: NodeContainerArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(component_type("NodeContainer"), name, None, opts)
-        container = RemoteScript(
-            f"{name}-run",
-            label=f"{args.host_name}: container {args.container_name}",
-            connection=args.connection,
-            create=script_call("host/container-run.sh", args.container_name, args.network_name, "--", *args.run_args),
-            read=script_call("host/container-read.sh", args.container_name, args.network_name, args.address),
-            delete=script_call("host/container-remove.sh", args.container_name),
-            triggers=[args.image_id, args.network_id],
-            # One name per host: the old container goes before the new one starts.
-            delete_before_replace=True,
-            opts=pulumi.ResourceOptions(parent=self),
+        spec = args.spec
+        networks = None
+        if args.network_id is not None:
+            networks = [
+                docker.ContainerNetworksAdvancedArgs(
+                    name=args.network_id, ipv4_address=spec.address, aliases=[spec.hostname]
+                )
+            ]
+        self.resource = docker.Container(
+            f"{args.host_name}-{spec.name}",
+            name=spec.name,
+            image=args.image_id,
+            hostname=spec.hostname,
+            network_mode="host" if args.network_id is None else "bridge",
+            networks_advanced=networks,
+            hosts=[docker.ContainerHostArgs(host=other, ip=address) for other, address in spec.extra_hosts],
+            shm_size=spec.shm_size_mb,
+            restart=spec.restart,
+            ulimits=[docker.ContainerUlimitArgs(name=n, soft=soft, hard=hard) for n, soft, hard in spec.ulimits],
+            gpus=spec.gpus,
+            volumes=[
+                docker.ContainerVolumeArgs(host_path=mount.source, container_path=mount.target, read_only=mount.read_only)
+                for mount in spec.mounts
+            ],
+            envs=[f"{key}={value}" for key, value in spec.env],
+            labels=[docker.ContainerLabelArgs(label=key, value=value) for key, value in spec.labels],
+            healthcheck=healthcheck(),
+            wait=True,
+            wait_timeout=150,
+            must_run=True,
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                # One name per host: the old container goes before the new one starts.
+                delete_before_replace=True,
+                # The engine reports any GPU request as "all"; the request is in a label
+                # (dslab.gpus), so a changed one still replaces the container.
+                ignore_changes=["gpus"],
+            ),
         )
-        self.resource = container
-        self.address = container.result.apply(lambda result: str(result["ip"]))
-        self.container_id = container.result.apply(lambda result: str(result["container_id"]))
-        self.socket_ifname = container.result.apply(lambda result: str(result.get("socket_ifname", "")))
-        self.register_outputs(
-            {"address": self.address, "container_id": self.container_id, "socket_ifname": self.socket_ifname}
-        )
+        self.container_id = self.resource.id
+        if args.network_id is None:
+            self.address = pulumi.Output.from_input(spec.address)
+        else:
+            self.address = self.resource.network_datas.apply(lambda datas: overlay_address(datas, spec.address))
+        self.register_outputs({"address": self.address, "container_id": self.container_id})
+
+
+def overlay_address(datas: Sequence[docker.outputs.ContainerNetworkData] | None, planned: str) -> str:
+    """The address the engine gave the container on the overlay: the planned one, or, when
+    the engine reports something else, that (so an output never claims what is not there)."""
+    addresses = [data.ip_address for data in datas or [] if data.ip_address]
+    return planned if planned in addresses or not addresses else addresses[0]

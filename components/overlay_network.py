@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pulumi
+import pulumi_docker as docker
 
 from components.connection import RemoteHost
 from components.naming import component_type
@@ -14,7 +15,6 @@ from components.remote_script import RemoteScript, script_call
 
 @dataclass(frozen=True)
 class OverlayNetworkArgs:
-    manager: RemoteHost
     hosts: tuple[RemoteHost, ...]
     """Every host: with encryption, each one's kernel must hold IPsec state."""
     network_name: str
@@ -31,6 +31,9 @@ class OverlayNetworkArgs:
     tunnel_limit: int | None = None
     """The largest packet that tunnel takes."""
 
+
+MTU_OPTION = "com.docker.network.driver.mtu"
+ENCRYPTED_OPTION = "encrypted"
 
 VXLAN_OVERHEAD = 50
 """Bytes VXLAN adds to each packet (outer Ethernet 14, IPv4 20, UDP 8, VXLAN 8)."""
@@ -62,8 +65,8 @@ def driver_mtu_option(mtu: int) -> int:
 
 
 class OverlayNetwork(pulumi.ComponentResource):
-    """Creates the network on the manager with one RemoteScript (workers see it once a
-    container of theirs attaches); when encrypted, first one RemoteScript per host that
+    """Creates the `docker.Network` (overlay, attachable, static IPAM, MTU, encryption) on the
+    manager's engine (the component's `providers` option); when encrypted, first one RemoteScript per host that
     checks its kernel can do IPsec, so that an overlay no traffic can cross is never made;
     without a configured MTU, one RemoteScript per host that reads its interface's MTU
     (docker's fixed 1450 breaks large packets on hosts below 1500, and wastes jumbo frames).
@@ -108,26 +111,36 @@ class OverlayNetwork(pulumi.ComponentResource):
                 return overlay_mtu([int(result["mtu"]) for result in results], args.tunnel_overhead, args.tunnel_limit)
 
             self.mtu = pulumi.Output.all(*(interface.result for interface in interfaces)).apply(smallest)
-        network = RemoteScript(
-            f"{name}-{args.network_name}",
-            label=f"{args.manager.name}: network {args.network_name}",
-            connection=args.manager.connection,
-            create=script_call(
-                "host/network-create.sh",
-                args.network_name,
-                args.subnet,
-                args.ip_range,
-                args.gateway,
-                self.mtu.apply(lambda mtu: str(driver_mtu_option(mtu))),
-                "true" if args.encrypted else "false",
+        driver_mtu = self.mtu.apply(lambda mtu: str(driver_mtu_option(mtu)))
+        options: dict[str, pulumi.Input[str]] = {MTU_OPTION: driver_mtu}
+        if args.encrypted:
+            options[ENCRYPTED_OPTION] = ""
+        # The engine adds options of its own (the VXLAN id), which refresh reads back: the
+        # options are ignored after creation and repeated as labels, which are read back as
+        # they are, so a new MTU or encryption setting still replaces the network.
+        labels = [
+            docker.NetworkLabelArgs(label="dslab.driver-mtu", value=driver_mtu),
+            docker.NetworkLabelArgs(label="dslab.encrypted", value=str(args.encrypted).lower()),
+        ]
+        # On the manager's engine (the component's `providers` option); workers see it when
+        # a container of theirs attaches.
+        network = docker.Network(
+            args.network_name,
+            name=args.network_name,
+            driver="overlay",
+            attachable=True,
+            ipam_configs=[docker.NetworkIpamConfigArgs(subnet=args.subnet, ip_range=args.ip_range, gateway=args.gateway)],
+            options=options,
+            labels=labels,
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                ignore_changes=["options"],
+                depends_on=ipsec_checks,
+                # Same name: the old network must go before the new one is made.
+                delete_before_replace=True,
             ),
-            read=script_call("host/network-read.sh", args.network_name),
-            delete=script_call("host/network-remove.sh", args.network_name),
-            # Same name: the old network must go before the new one is made.
-            delete_before_replace=True,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=ipsec_checks),
         )
         self.resource = network
-        self.name = pulumi.Output.from_input(args.network_name)
-        self.network_id = network.result.apply(lambda result: str(result["id"]))
+        self.name = network.name
+        self.network_id = network.id
         self.register_outputs({"name": self.name, "network_id": self.network_id, "mtu": self.mtu})

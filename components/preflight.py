@@ -11,6 +11,7 @@ from components.config import PreflightConfig
 from components.connection import RemoteHost
 from components.naming import component_type
 from components.remote_script import RemoteScript, script_call
+from components.run_files import DEEPSPEED_ENV_PATH
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ class Preflight(pulumi.ComponentResource):
                 "--",
                 *args.argv,
             ),
-            stdin_archive={"root/.deepspeed_env": {"content": args.deepspeed_env}},
+            stdin_archive={DEEPSPEED_ENV_PATH.lstrip("/"): {"content": args.deepspeed_env}},
             triggers=args.triggers,
             opts=pulumi.ResourceOptions(parent=self, depends_on=args.after),
         )

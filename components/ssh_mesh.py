@@ -52,9 +52,11 @@ class SshMesh(pulumi.ComponentResource):
 
     Outputs:
         known_hosts: the known_hosts every container got.
+        socket_ifname: the manager container's interface on the overlay (for NCCL/gloo).
     """
 
     known_hosts: pulumi.Output[str]
+    socket_ifname: pulumi.Output[str]
 
     def __init__(self, name: str, args: SshMeshArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(component_type("SshMesh"), name, None, opts)
@@ -63,6 +65,7 @@ class SshMesh(pulumi.ComponentResource):
             keys.result.apply(functools.partial(mesh_node, member))
             for member, keys in zip(args.members, collected, strict=True)
         ])
+        self.socket_ifname = collected[0].result.apply(lambda keys: str(keys["socket_ifname"]))
         authorized_keys = nodes.apply(render_authorized_keys)
         self.known_hosts = nodes.apply(render_known_hosts)
         container_ids = [member.container_id for member in args.members]
@@ -93,7 +96,7 @@ class SshMesh(pulumi.ComponentResource):
             triggers=[trust.id for trust in self.trusts],
             opts=pulumi.ResourceOptions(parent=self, depends_on=self.trusts),
         )  # fmt: skip
-        self.register_outputs({"known_hosts": self.known_hosts})
+        self.register_outputs({"known_hosts": self.known_hosts, "socket_ifname": self.socket_ifname})
 
     def _collect(self, name: str, member: MeshMember) -> RemoteScript:
         return RemoteScript(

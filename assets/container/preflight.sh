@@ -45,6 +45,8 @@ case "$min_busbw" in ''|*[!0-9.]*|*.*.*) echo "preflight.sh: --min-busbw takes a
 
 # shellcheck source=nodes.sh
 . "$(dirname "$(readlink -f "$0")")/nodes.sh"
+# shellcheck source=deepspeed-env.sh
+. "$(dirname "$(readlink -f "$0")")/deepspeed-env.sh"
 
 say() { echo "preflight: $*" >&2; }
 fail() { say "$*"; exit 1; }
@@ -86,6 +88,7 @@ say "every node sees the same hostfile and addresses"
 
 # 3. A short all-reduce across all nodes.
 cd "$workdir"
+export_deepspeed_env  # what the training's ranks get, on one host too (see run-deepspeed.sh)
 say "all-reduce across $node_count nodes: $*"
 set +e
 timeout --kill-after=10 "$run_timeout" "$@" >"$log" 2>&1 </dev/null

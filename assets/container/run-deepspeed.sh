@@ -96,6 +96,8 @@ write_status() { echo "$1" > "$status.tmp" && mv "$status.tmp" "$status"; }
 HOSTFILE=$hostfile
 # shellcheck source=nodes.sh
 . "$(dirname "$(readlink -f "$0")")/nodes.sh"
+# shellcheck source=deepspeed-env.sh
+. "$(dirname "$(readlink -f "$0")")/deepspeed-env.sh"
 
 # On every node (in parallel): stop DeepSpeed launchers and ranks still running. The
 # bracketed patterns keep pkill from matching the shell that runs it.
@@ -122,6 +124,9 @@ if ! down=$(wait_for_nodes "$REACH_TIMEOUT"); then
 fi
 stop_ranks_everywhere
 write_status running
+# The launcher hands .deepspeed_env only to ranks it starts through pdsh (several hosts);
+# the ranks it starts itself (one host) get its environment, so it gets the file's too.
+export_deepspeed_env
 # Its own process group, so that a stopped run takes pdsh and the local ranks with it.
 # The command must not inherit the lock: a rank left behind would keep it held.
 setsid "$@" 9>&- >>"$log" 2>&1 </dev/null &

@@ -323,6 +323,32 @@ def test_a_missing_deepspeed_env_is_warned_about(tmp_path: Path) -> None:
     assert "warning: no .deepspeed_env" in result.stderr
 
 
+def test_the_run_gets_the_variables_of_deepspeed_env_as_a_one_host_launch_needs(workdir: Path, tmp_path: Path) -> None:
+    # DeepSpeed's launcher hands .deepspeed_env only to ranks it starts through pdsh; with one
+    # host it starts them itself, in its own environment (LLaMA-Factory then refuses DeepSpeed
+    # 0.19.8 without DISABLE_VERSION_CHECK).
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".deepspeed_env").write_text("HF_HUB_OFFLINE=1\nNAME=home\n")
+    (workdir / ".deepspeed_env").write_text("DISABLE_VERSION_CHECK=1\nNAME=a=b c\n")
+    result = run(
+        RUN_DEEPSPEED, "--workdir", workdir, "--log", "l", "--status", "s",
+        "--", "sh", "-c", 'echo "$HF_HUB_OFFLINE|$DISABLE_VERSION_CHECK|$NAME"',
+        env={**os.environ, "HOME": str(home)},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "1|1|a=b c\n", "home's file, then the working directory's, which wins (as the launcher)"
+
+
+def test_deepspeed_env_lines_that_name_no_variable_are_skipped_and_named(tmp_path: Path) -> None:
+    (tmp_path / ".deepspeed_env").write_text("GOOD=1\nno equals sign\n1BAD=x\n")
+    script = f'. {ASSETS / "container" / "deepspeed-env.sh"}; export_deepspeed_env; echo "$GOOD"'
+    result = run("bash", "-c", script, cwd=tmp_path, env={**os.environ, "HOME": str(tmp_path / "nowhere")})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "1\n"
+    assert "'1BAD' is not a variable name" in result.stderr
+
+
 # --- socket-ifname.sh ---------------------------------------------------------------------
 
 
@@ -422,3 +448,10 @@ def test_a_failed_all_reduce_fails_with_its_log(tmp_path: Path) -> None:
     result = preflight(tmp_path, command="echo gloo connect timeout; exit 3", env=local_ssh_env(tmp_path))
     assert result.returncode == 1
     assert "gloo connect timeout" in result.stderr and "the all-reduce failed (exit 3)" in result.stderr
+
+
+def test_the_all_reduce_gets_the_variables_of_deepspeed_env(tmp_path: Path) -> None:
+    (tmp_path / ".deepspeed_env").write_text("NCCL_SOCKET_IFNAME=eth7\n")
+    command = f"test \"$NCCL_SOCKET_IFNAME\" = eth7 && echo '{ALLREDUCE_RESULT}'"
+    result = preflight(tmp_path, command=command, env=local_ssh_env(tmp_path))
+    assert result.returncode == 0, result.stderr

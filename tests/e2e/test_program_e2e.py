@@ -121,7 +121,7 @@ def test_a_container_deleted_behind_our_back_is_seen_by_refresh_and_made_again_w
     on_host("server2", "docker", "rm", "--force", "llm")
 
     refresh = stack.pulumi("refresh", "--yes")
-    assert "lab-server2-run" in refresh and "deleted" in refresh, "refresh noticed the container is gone"
+    assert "server2-llm" in refresh and "deleted" in refresh, "refresh noticed the container is gone"
     stack.pulumi("up", "--yes")
 
     container = inspect("server2", "container", "llm")
@@ -167,6 +167,31 @@ def test_changing_a_training_argument_reruns_only_training(stack: Stack) -> None
     assert containers_after == containers_before, "no container was recreated"
     assert after["image_ids"] == before["image_ids"], "no image was rebuilt"
     assert "steps=25" in training_log(), "the new run used the new argument"
+
+
+def test_a_new_shm_size_previews_as_the_containers_shm_size_and_nothing_else(stack: Stack) -> None:
+    stack.pulumi("config", "set", "--path", "container.shm_size", "2G")
+    try:
+        preview = json.loads(stack.pulumi("preview", "--json", "--diff"))
+    finally:
+        stack.pulumi("config", "set", "--path", "container.shm_size", "1G")
+    steps = {
+        step["urn"].rsplit("::", 1)[-1]: step
+        for step in preview.get("steps", [])
+        if step.get("op") not in ("same", "read", "refresh")
+    }
+    for container in ("server1-llm", "server2-llm"):
+        assert container in steps, f"{container} changes: {sorted(steps)}"
+        assert steps[container]["diffReasons"] == ["shmSize"], "the diff names the container's field"
+        detailed = steps[container]["detailedDiff"]
+        assert set(detailed) == {"shmSize"}, f"and only that field: {detailed}"
+    # A new container has new keys: the mesh and the run follow it, through values that
+    # come from the containers (their triggers, and the keys they install).
+    followers = {name: set(step.get("diffReasons") or []) for name, step in steps.items() if not name.endswith("-llm")}
+    assert all(reasons <= {"triggers", "stdin_archive"} for reasons in followers.values()), (
+        f"anything else changes only because it follows a new container: {followers}"
+    )
+    stack.pulumi("preview", "--expect-no-changes")
 
 
 def test_destroy_leaves_nothing_on_any_host(stack: Stack) -> None:

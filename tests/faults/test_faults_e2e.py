@@ -176,7 +176,7 @@ def test_a_stopped_container_is_seen_by_refresh_and_started_again_with_the_mesh(
     on_host("server2", "docker", "stop", CONTAINER)
     started = time.monotonic()
     refresh = stack.pulumi("refresh", "--yes")
-    assert re.search(r"lab-server2-run\s+(update|updated)", refresh), refresh[-3000:]
+    assert re.search(r"server2-llm\s+(delete|deleted)", refresh), refresh[-3000:]
 
     up(stack)
     timed("container stopped behind our back", "refresh + up", started)

@@ -4,7 +4,6 @@ which resources exist, under which parents, in which order, with which secrets."
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -14,49 +13,13 @@ import yaml
 
 from components.config import load_stack_file
 from tests.support.pulumi_cli import REPO
-
-REMOTE_SCRIPT = "pulumi-python:dynamic/dslab:RemoteScript"
-
-
-@dataclass
-class Recorded:
-    name: str
-    type: str
-    inputs: dict[str, Any]
-
-
-@dataclass
-class RecordingMocks(pulumi.runtime.Mocks):
-    """Records every resource; a RemoteScript's `result` is what its script would print."""
-
-    resources: dict[str, Recorded] = field(default_factory=dict)
-
-    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
-        self.resources[args.name] = Recorded(name=args.name, type=args.typ, inputs=dict(args.inputs))
-        outputs = dict(args.inputs)
-        if args.typ == REMOTE_SCRIPT:
-            outputs["result"] = fake_result(args.inputs["create"]["script"], args.name)
-        return f"{args.name}-id", outputs
-
-    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
-        return {}, None
-
-
-def fake_result(script: str, name: str) -> dict[str, Any]:
-    return {
-        "host/swarm-init.sh": {"join_token": "SWMTKN-1-secret", "node_id": "manager-node"},
-        "host/swarm-join.sh": {"node_id": f"{name}-node"},
-        "host/network-create.sh": {"id": "net-id"},
-        "host/image-build.sh": {"image_id": "sha256:built"},
-        "host/image-load.sh": {"image_id": "sha256:built"},
-        "host/container-run.sh": {"container_id": f"{name}-cid", "ip": "10.0.3.128", "socket_ifname": "eth0"},
-        "host/mesh-collect.sh": {"user_key": f"ssh-ed25519 AAAA{name}", "host_key": f"ssh-ed25519 BBBB{name}"},
-        "host/deepspeed-launch.sh": {"status": "succeeded", "log": "/opt/dslab/run/train.log"},
-        "host/interface-mtu.sh": {"interface": "eth0", "mtu": 1500 if "server1" in name else 9000},
-        "host/cluster-preflight.sh": {"nodes": 2, "busbw_gbps": 3.5, "allreduce": {"backend": "gloo"}},
-        "operator/new-secret.sh": {"secret": "5" * 64},
-        "host/ipsec-run.sh": {"container_id": f"{name}-cid"},
-    }.get(script, {})
+from tests.support.recording_mocks import (
+    DOCKER_CONTAINER,
+    DOCKER_NETWORK,
+    DOCKER_PROVIDER,
+    REMOTE_SCRIPT,
+    RecordingMocks,
+)
 
 
 @pytest.fixture
@@ -87,13 +50,19 @@ def test_every_manual_step_of_the_write_up_is_a_resource(mocks: RecordingMocks) 
         assert scripts["lab-claim-server1"] == scripts["lab-claim-server2"] == "host/host-claim.sh"
         assert scripts["lab-swarm-server1-init"] == "host/swarm-init.sh"
         assert scripts["lab-swarm-server2-join"] == "host/swarm-join.sh"
-        assert scripts["lab-network-test-net"] == "host/network-create.sh"
         assert scripts["lab-image-server1-build"] == "host/image-build.sh", "build-once builds on the manager"
         assert scripts["lab-image-server2-ship"] == "host/image-load.sh", "and ships to the worker"
-        assert scripts["lab-server1-run"] == scripts["lab-server2-run"] == "host/container-run.sh"
         assert scripts["lab-mesh-server2-trust"] == "host/container-put-files.sh"
         assert scripts["lab-mesh-reach"] == "host/mesh-check.sh", "up ends with the mesh proven to carry ssh"
         assert scripts["lab-training-run"] == "host/deepspeed-launch.sh"
+        docker = {r.name: r.type for r in mocks.resources.values() if r.type.startswith(("docker:", "pulumi:providers"))}
+        assert docker == {
+            "server1-docker": DOCKER_PROVIDER,
+            "server2-docker": DOCKER_PROVIDER,
+            "test-net": DOCKER_NETWORK,
+            "server1-llm": DOCKER_CONTAINER,
+            "server2-llm": DOCKER_CONTAINER,
+        }, "the engines, the overlay and the containers are pulumi-docker resources named as in the write-up"
 
     return everything_registered(lab).apply(check)
 
@@ -115,7 +84,7 @@ def test_components_use_one_type_token_prefix_and_children_have_parents(mocks: R
     lab = build_dev_lab()
 
     def check(_: Any) -> None:
-        components = {r.type for r in mocks.resources.values() if r.type != REMOTE_SCRIPT}
+        components = {r.type for r in mocks.resources.values() if r.type.startswith("dslab:")}
         assert components == {
             "dslab:index:Lab",
             "dslab:index:HostClaims",
@@ -176,11 +145,14 @@ def test_containers_wait_for_the_network_their_image_and_their_swarm_join(mocks:
     lab = build_dev_lab()
 
     def check(_: Any) -> None:
-        run = mocks.resources["lab-server2-run"]
-        assert run.inputs["delete_before_replace"] is True, "one container name per host: old goes first"
-        args = run.inputs["create"]["args"]
-        assert "--ip" in args and args[args.index("--ip") + 1] == "10.0.3.129", "static address from the plan"
-        assert "--add-host" in args and "server1:10.0.3.128" in args, "the other node resolves by name"
+        container = mocks.resources["server2-llm"].inputs
+        assert container["networksAdvanced"] == [
+            {"name": "test-net-id", "ipv4Address": "10.0.3.129", "aliases": ["server2"]}
+        ], "on the overlay (by id: a new network replaces it) at its static address from the plan"
+        assert container["hosts"] == [{"host": "server1", "ip": "10.0.3.128"}], "the other node resolves by name"
+        assert container["image"] == "sha256:built", "the image by id: a rebuilt image replaces it"
+        assert container["shmSize"] == 1024 and container["restart"] == "always", "shm 1G in MiB"
+        assert container["wait"] is True and container["healthcheck"]["tests"] == ["CMD", "/opt/dslab/ready.sh"]
 
     return everything_registered(lab).apply(check)
 
@@ -237,8 +209,12 @@ def test_the_overlay_mtu_is_the_smallest_host_interface_mtu_less_the_vxlan_overh
             "lab-network-server1-mtu",
             "lab-network-server2-mtu",
         }, "every host's interface is read"
-        create = mocks.resources["lab-network-test-net"].inputs["create"]
-        assert create["args"][4] == "1500", "docker's option is the underlay's MTU: server1's 1500 (not 9000)"
+        network = mocks.resources["test-net"].inputs
+        assert network["options"]["com.docker.network.driver.mtu"] == "1500", (
+            "docker's option is the underlay's MTU: server1's 1500 (not 9000)"
+        )
+        assert network["driver"] == "overlay" and network["attachable"] is True
+        assert network["ipamConfigs"] == [{"subnet": "10.0.3.0/24", "ipRange": "10.0.3.0/25", "gateway": "10.0.3.1"}]
         assert values[0] == 1450
 
     return pulumi.Output.all(lab.outputs["network_mtu"], everything_registered(lab)).apply(check)
@@ -286,9 +262,9 @@ def test_strongswan_puts_a_tunnel_on_every_host_under_a_plain_overlay_with_room_
                 "the pre-shared key goes on stdin, as a secret"
             )
             assert run["delete"]["script"] == "host/ipsec-remove.sh"
-        network = mocks.resources["lab-network-test-net"].inputs["create"]["args"]
-        assert network[5] == "false", "docker's own IPsec stays off"
-        assert network[4] == "1400", "the overlay fits inside the tunnel"
+        options = mocks.resources["test-net"].inputs["options"]
+        assert "encrypted" not in options, "docker's own IPsec stays off"
+        assert options["com.docker.network.driver.mtu"] == "1400", "the overlay fits inside the tunnel"
         assert values[0] == 1350
 
     return pulumi.Output.all(lab.outputs["network_mtu"], everything_registered(lab)).apply(check)
@@ -300,7 +276,7 @@ def test_docker_ipsec_has_no_tunnels_and_encrypts_the_overlay_itself(mocks: Reco
 
     def check(values: list[Any]) -> None:
         assert not [name for name in mocks.resources if name.startswith("lab-ipsec-")]
-        assert mocks.resources["lab-network-test-net"].inputs["create"]["args"][5] == "true"
+        assert mocks.resources["test-net"].inputs["options"]["encrypted"] == ""
         assert {name for name in mocks.resources if name.endswith("-ipsec")} == {
             "lab-network-server1-ipsec",
             "lab-network-server2-ipsec",
@@ -325,11 +301,11 @@ def test_host_mode_has_no_swarm_or_overlay_and_reaches_containers_at_the_hosts_a
     def check(_: Any) -> None:
         scripts = {r.inputs["create"]["script"] for r in mocks.resources.values() if r.type == REMOTE_SCRIPT}
         assert not scripts & {"host/swarm-init.sh", "host/swarm-join.sh", "host/network-create.sh"}
-        run_args = mocks.resources["lab-server2-run"].inputs["create"]["args"]
-        assert run_args[:3] == ["llm", "host", "--"], "container-run.sh reads the address off the host's network"
-        assert "--network" in run_args and run_args[run_args.index("--network") + 1] == "host"
-        assert "--ip" not in run_args and "server1:10.0.18.1" in run_args
-        assert "DSLAB_SSH_PORT=2222" in run_args and "DSLAB_OVERLAY_SUBNET=10.0.18.2/32" in run_args
+        assert not [r for r in mocks.resources.values() if r.type == DOCKER_NETWORK], "no overlay"
+        container = mocks.resources["server2-llm"].inputs
+        assert container["networkMode"] == "host" and "networksAdvanced" not in container
+        assert container["hosts"] == [{"host": "server1", "ip": "10.0.18.1"}]
+        assert "DSLAB_SSH_PORT=2222" in container["envs"] and "DSLAB_OVERLAY_SUBNET=10.0.18.2/32" in container["envs"]
         launch = mocks.resources["lab-training-run"].inputs["create"]["args"]
         training = launch[launch.index("--") + 1 :]
         assert training[:9] == [

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from components.config import LabConfig, LabConfigError, load_lab_config, strip_namespace
-from components.container_spec import docker_run_args
+from components.container_spec import container_spec, docker_run_args
 from components.dataset_info import render_dataset_info
 from components.deepspeed_env import deepspeed_environment, render_deepspeed_env
 from components.launch_argv import launch_argv_for
@@ -115,7 +115,7 @@ def test_every_rank_runs_offline() -> None:
 def test_the_model_and_dataset_are_mounted_in_every_container() -> None:
     lab = tiny_lab()
     for host in lab.hosts:
-        args = docker_run_args(lab, host, "dslab/train:x", "o/p/s")
+        args = docker_run_args(container_spec(lab, host, "dslab/train:x", "o/p/s"))
         volumes = [args[i + 1] for i, arg in enumerate(args) if arg == "--volume"]
         assert "/srv/dslab/models/tiny-llama:/models/tiny-llama:ro" in volumes
         assert "/srv/dslab/datasets:/datasets:ro" in volumes

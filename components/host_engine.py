@@ -1,0 +1,66 @@
+"""Each host's Docker engine as a `docker.Provider`: reached over `ssh://` with the operator's
+key and known_hosts, strict host key checking always on. Created in one place (the Lab) and
+handed to components through `ResourceOptions(provider=...)`."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+import pulumi
+import pulumi_docker as docker
+from pydantic import SecretStr
+
+from components.config import Host, OperatorConfig
+
+
+def docker_host_url(host: Host) -> str:
+    """The engine's address for the docker CLI: `ssh://user@address:port`."""
+    return f"ssh://{host.ssh_user}@{host.address}:{host.ssh_port}"
+
+
+def docker_ssh_opts(private_key_path: str, known_hosts_path: str) -> list[str]:
+    """ssh options of the docker CLI's connection: our key only, the operator's known_hosts,
+    strict host keys, never a prompt; keep-alives bound how long a cut network can hang us."""
+    return [
+        "-i", private_key_path,
+        "-o", "IdentitiesOnly=yes",
+        "-o", f"UserKnownHostsFile={known_hosts_path}",
+        "-o", "StrictHostKeyChecking=yes",
+        "-o", "BatchMode=yes",
+        "-o", "ConnectTimeout=10",
+        "-o", "ServerAliveInterval=5",
+        "-o", "ServerAliveCountMax=4",
+    ]  # fmt: skip
+
+
+def private_key_file(operator: OperatorConfig) -> str:
+    """The operator's key as a file for ssh: the configured path as written (relative to the
+    project directory, where Pulumi runs providers, so moving the checkout changes nothing),
+    or a key given as a secret written once to a 0600 file readable by this user only, whose
+    name does not change while the key does not."""
+    if operator.private_key_path is not None:
+        return operator.private_key_path
+    if not isinstance(operator.private_key, SecretStr):
+        raise ValueError("dslab:operator.private_key could not be decrypted; run through `pulumi up`")
+    text = operator.private_key.get_secret_value().rstrip("\n") + "\n"
+    folder = Path(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()) / f"dslab-keys-{os.getuid()}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    path = folder / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.key"
+    if not path.exists() or path.read_text() != text:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w") as key:
+            key.write(text)
+    return str(path)
+
+
+def host_engine(host: Host, operator: OperatorConfig, parent: pulumi.Resource) -> docker.Provider:
+    """`<host>-docker`: the provider every Docker resource of that host is created with."""
+    return docker.Provider(
+        f"{host.name}-docker",
+        host=docker_host_url(host),
+        ssh_opts=docker_ssh_opts(private_key_file(operator), operator.known_hosts_path),
+        opts=pulumi.ResourceOptions(parent=parent),
+    )

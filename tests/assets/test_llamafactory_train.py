@@ -1,0 +1,102 @@
+"""llamafactory_train.py, the image's LLaMA-Factory entry point, without torch (stand-ins for
+DeepSpeed, LLaMA-Factory and transformers): what it sets up before LLaMA-Factory runs, and
+the Trainer's optimizer losing its empty parameter groups before a learning-rate scheduler is
+built on it.
+
+On the GPU check's torch 2.11 (docs/gpu.md) a LoRA run with ZeRO-2 otherwise failed at its
+first step: "ValueError: zip() argument 2 is longer than argument 1" (2 scheduler rates
+against the 1 group DeepSpeed kept).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType, SimpleNamespace
+from typing import Any
+
+import pytest
+
+ENTRY_POINT = Path(__file__).resolve().parents[2] / "assets" / "llamafactory_train.py"
+
+
+@pytest.fixture(scope="module")
+def entry_point() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("llamafactory_train", ENTRY_POINT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class FakeOptimizer:
+    def __init__(self, groups: list[dict[str, Any]]) -> None:
+        self.param_groups = groups
+
+
+class FakeTrainer:
+    """What the Trainer does for a LoRA model: "decay" holds every adapter weight, "no decay" nothing."""
+
+    def __init__(self) -> None:
+        self.optimizer: FakeOptimizer | None = None
+
+    def create_optimizer(self) -> FakeOptimizer:
+        if self.optimizer is None:
+            self.optimizer = FakeOptimizer([{"params": ["lora_A", "lora_B"], "weight_decay": 0.1},
+                                            {"params": [], "weight_decay": 0.0}])  # fmt: skip
+        return self.optimizer
+
+
+def test_it_imports_without_torch(entry_point: ModuleType) -> None:
+    assert "torch" not in sys.modules and callable(entry_point.main)
+
+
+def test_the_trainers_optimizer_has_no_empty_parameter_group(entry_point: ModuleType) -> None:
+    class Trainer(FakeTrainer):
+        pass
+
+    class LlamaFactoryTrainer(Trainer):  # LLaMA-Factory's trainers call super().create_optimizer()
+        def create_optimizer(self) -> FakeOptimizer:
+            return super().create_optimizer()
+
+    entry_point.drop_empty_param_groups(Trainer)
+    trainer = LlamaFactoryTrainer()
+    optimizer = trainer.create_optimizer()
+
+    assert optimizer.param_groups == [{"params": ["lora_A", "lora_B"], "weight_decay": 0.1}]
+    assert trainer.optimizer is optimizer, "the same optimizer, changed in place, as the Trainer holds it"
+
+
+def test_groups_that_hold_parameters_are_kept_in_order(entry_point: ModuleType) -> None:
+    groups = [{"params": ["w"]}, {"params": []}, {"params": ["b"]}]
+    optimizer = entry_point.without_empty_param_groups(FakeOptimizer(groups))
+    assert optimizer.param_groups == [{"params": ["w"]}, {"params": ["b"]}]
+
+
+def test_main_sets_up_deepspeed_then_hands_over_to_llamafactory(
+    entry_point: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[tuple[str, Any]] = []
+
+    class Trainer(FakeTrainer):
+        pass
+
+    stand_ins = {
+        "deepspeed": SimpleNamespace(init_distributed=lambda dist_backend: calls.append(("init", dist_backend))),
+        "deepspeed.accelerator": SimpleNamespace(
+            get_accelerator=lambda: SimpleNamespace(communication_backend_name=lambda: "nccl")
+        ),
+        "deepspeed.utils": SimpleNamespace(set_log_level_from_string=lambda level: calls.append(("log", level))),
+        "llamafactory.train.tuner": SimpleNamespace(run_exp=lambda: calls.append(("run", Trainer().create_optimizer()))),
+        "transformers": SimpleNamespace(Trainer=Trainer),
+    }
+    for name, module in stand_ins.items():
+        monkeypatch.setitem(sys.modules, name, module)
+
+    entry_point.main()
+
+    assert [call[0] for call in calls] == ["log", "init", "run"]
+    assert calls[0][1] == "info", "DeepSpeed's engine configuration (fp16, ZeRO stage) reaches the log"
+    assert calls[1][1] == "nccl", "the accelerator's own backend, not accelerate's choice"
+    assert len(calls[2][1].param_groups) == 1, "the Trainer's optimizer has lost its empty group"
