@@ -14,11 +14,12 @@ export DSLAB_SOURCE_MIRROR := $(abspath ../shared/third_party)
 endif
 endif
 
-.PHONY: help venv dev-tools engine toolchain lab-up lab-down lab-status demo demo-down test test-unit test-e2e test-faults check bench
+.PHONY: help venv dev-tools engine toolchain lab-up lab-down lab-status demo demo-down demo-purge test test-unit test-e2e test-faults check bench
 
 help:
 	@echo "make demo        start the 2-host simulated lab and run 'pulumi up' on the dev stack"
 	@echo "make demo-down   'pulumi destroy' the dev stack and stop the lab"
+	@echo "make demo-purge  then remove the lab's images, ~/.cache/dslab and the engine it started"
 	@echo "make test        install everything and run the whole test suite (unit and e2e)"
 	@echo "make test-unit   the fast tests only (no engine needed)"
 	@echo "make test-faults the fault, drift and secrets scenarios on the lab (docs/reliability.md)"
@@ -65,6 +66,10 @@ demo: toolchain lab-up
 demo-down: toolchain
 	$(PULUMI) destroy --yes --stack $(STACK)
 	$(PY) -m lab down
+
+# After demo-down: the lab's images, ~/.cache/dslab and the engine lab/engine.sh started.
+demo-purge:
+	bash lab/purge.sh
 
 check: venv
 	$(PY) -m ruff check .

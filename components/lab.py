@@ -52,6 +52,7 @@ class Lab(pulumi.ComponentResource):
         image_ids: host name -> training image id.
         shell_command: how to open a shell in the manager container.
         training_status / training_log / training_summary: the run, when launched.
+        training_log_command: an ssh command line that follows that log from the operator's shell.
         training_loss_plot: the loss curve LLaMA-Factory drew, copied to outputs/<stack>/ here.
         preflight_busbw_gbps: the all-reduce bus bandwidth measured right before the run (Gbit/s).
     """
@@ -266,17 +267,23 @@ class Lab(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
 
+    def _on_manager(self, destination_and_command: str) -> str:
+        """An ssh command line for the operator's shell that reaches the manager host with the
+        stack's key and known_hosts (strict host keys, as the program does)."""
+        operator = self.config.operator
+        return (
+            f"ssh -i {operator.private_key_path or '<your key>'} -o UserKnownHostsFile={operator.known_hosts_path} "
+            f"-o StrictHostKeyChecking=yes -p {self.config.manager.ssh_port} {destination_and_command}"
+        )
+
     def _register(self) -> None:
         manager = self.config.manager
         self.container_ips = pulumi.Output.all(
             **{host: container.address for host, container in self.containers.items()}
         )
         self.manager_address = self.containers[manager.name].address
-        self.shell_command = (
-            f"ssh -i {self.config.operator.private_key_path or '<your key>'} "
-            f"-o UserKnownHostsFile={self.config.operator.known_hosts_path} -p {manager.ssh_port} "
-            f"-t {manager.ssh_user}@{manager.address} docker exec -it {self.config.container.name} bash"
-        )
+        container = self.config.container.name
+        self.shell_command = self._on_manager(f"-t {manager.ssh_user}@{manager.address} docker exec -it {container} bash")
         outputs: dict[str, Any] = {
             "container_ips": self.container_ips,
             "hostfile": self.hostfile,
@@ -295,6 +302,11 @@ class Lab(pulumi.ComponentResource):
             outputs |= {
                 "training_status": self.launch.status,
                 "training_log": self.launch.log_path,
+                "training_log_command": self.launch.log_path.apply(
+                    lambda path: self._on_manager(
+                        f"{manager.ssh_user}@{manager.address} docker exec {container} tail -n 100 -F {path}"
+                    )
+                ),
                 "training_summary": self.launch.summary,
             }
             if self.loss_plot is not None:

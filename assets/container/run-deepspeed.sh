@@ -59,9 +59,10 @@ case "$hostfile" in ''|/*) ;; *) hostfile="$workdir/$hostfile" ;; esac
 mkdir -p "$(dirname "$log")" "$(dirname "$status")"
 lock="$status.lock"
 
-for name in hostfile .deepspeed_env; do
-  [ -f "$name" ] || echo "run-deepspeed.sh: warning: no $name in $workdir" >&2
-done
+# Where the launcher looks: the hostfile given (or ./hostfile), .deepspeed_env in ~ or here.
+[ -f "${hostfile:-hostfile}" ] || echo "run-deepspeed.sh: warning: no hostfile at ${hostfile:-$workdir/hostfile}" >&2
+[ -f "$HOME/.deepspeed_env" ] || [ -f .deepspeed_env ] \
+  || echo "run-deepspeed.sh: warning: no .deepspeed_env in $HOME or $workdir" >&2
 
 if [ "$background" = 1 ]; then
   # Fail early, before detaching, when a run already holds the lock.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build the training image from the context tar on stdin.
 # Usage: image-build.sh TAG [--build-arg NAME=VALUE ...]
-# Build output goes to stderr so the user sees it as it happens.
+# Progress on stderr is one line per build step; the whole build output goes to a log on the
+# host, whose last lines are shown when the build fails (a full build prints thousands).
 set -euo pipefail
 tag=$1
 shift
@@ -9,12 +10,25 @@ if docker image inspect "$tag" >/dev/null 2>&1; then
   echo "image $tag already present" >&2
   cat >/dev/null
 else
-  echo "building $tag" >&2
-  if docker buildx version >/dev/null 2>&1; then
-    docker buildx build --load --progress=plain "$@" -t "$tag" - >&2
-  else
-    # Engines without the buildx plugin (Debian's docker.io) still have the classic builder.
-    DOCKER_BUILDKIT=0 docker build "$@" -t "$tag" - >&2
+  log=$(mktemp "${TMPDIR:-/tmp}/dslab-image-build.XXXXXX")
+  echo "building $tag (full output: $log)" >&2
+  # A step's first line: "Step 3/12 : RUN ..." (classic builder), "#7 [3/12] RUN ..." (buildx).
+  steps='^(Step [0-9]+/[0-9]+ :|#[0-9]+ \[[^]]*[0-9]+/[0-9]+\])'
+  build() {
+    if docker buildx version >/dev/null 2>&1; then
+      docker buildx build --load --progress=plain "$@"
+    else
+      # Engines without the buildx plugin (Debian's docker.io) still have the classic builder.
+      DOCKER_BUILDKIT=0 docker build "$@"
+    fi
+  }
+  started=$SECONDS
+  if ! build "$@" -t "$tag" - 2>&1 | tee "$log" | { grep --line-buffered -E "$steps" || true; } >&2; then
+    echo "the build of $tag failed; the last lines of $log:" >&2
+    tail -n 40 "$log" >&2
+    exit 1
   fi
+  echo "built $tag in $((SECONDS - started)) s" >&2
+  rm -f "$log"
 fi
 printf '{"image_id": "%s"}\n' "$(docker image inspect "$tag" --format '{{.Id}}')"

@@ -1,5 +1,10 @@
 #!/usr/bin/env bash
 # Load an image from stdin (from image-save.sh on the builder). Usage: image-load.sh TAG
+# Says every 15 s that it is still receiving: a large image takes minutes to come.
 set -euo pipefail
+( while sleep 15; do echo "still receiving $1: $SECONDS s" >&2; done ) &
+ticker=$!
+trap 'kill "$ticker" 2>/dev/null || true' EXIT
 docker load >&2
+echo "received $1 in $SECONDS s" >&2
 printf '{"image_id": "%s"}\n' "$(docker image inspect "$1" --format '{{.Id}}')"

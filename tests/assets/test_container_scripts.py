@@ -307,20 +307,30 @@ def test_bad_usage_exits_64_with_the_usage_line(workdir: Path, argv: list[str]) 
     assert "usage: run-deepspeed.sh" in result.stderr
 
 
-def test_a_missing_deepspeed_env_is_warned_about(tmp_path: Path) -> None:
+def test_a_missing_deepspeed_env_and_hostfile_are_warned_about(tmp_path: Path) -> None:
     result = run(
-        RUN_DEEPSPEED,
-        "--workdir",
-        tmp_path,
-        "--log",
-        "l",
-        "--status",
-        "s",
-        "--",
-        "true",
-    )
+        RUN_DEEPSPEED, "--workdir", tmp_path, "--log", "l", "--status", "s", "--", "true",
+        env={**os.environ, "HOME": str(tmp_path / "nowhere")},
+    )  # fmt: skip
     assert result.returncode == 0
     assert "warning: no .deepspeed_env" in result.stderr
+    assert "warning: no hostfile" in result.stderr
+
+
+def test_no_warning_where_the_launcher_finds_both_files_the_program_places(tmp_path: Path) -> None:
+    # As in the containers: the hostfile given by path, .deepspeed_env in the home folder.
+    home, run_dir, workdir = tmp_path / "home", tmp_path / "run", tmp_path / "work"
+    for folder in (home, run_dir, workdir):
+        folder.mkdir()
+    (home / ".deepspeed_env").write_text("NAME=x\n")
+    (run_dir / "hostfile").write_text("server1 slots=1\n")
+    result = run(
+        RUN_DEEPSPEED, "--workdir", workdir, "--log", "l", "--status", "s",
+        "--hostfile", run_dir / "hostfile", "--", "true",
+        env={**fake_ssh_env(tmp_path, "true"), "HOME": str(home)},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "warning" not in result.stderr, result.stderr
 
 
 def test_the_run_gets_the_variables_of_deepspeed_env_as_a_one_host_launch_needs(workdir: Path, tmp_path: Path) -> None:

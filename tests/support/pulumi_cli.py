@@ -5,11 +5,17 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.support import progress
+
 REPO = Path(__file__).resolve().parents[2]
+HEARTBEAT_SECONDS = 60.0
+"""How often a running pulumi command says it is still running."""
 PULUMI_HOME = REPO / ".pulumi-home"
 
 
@@ -51,16 +57,38 @@ class PulumiCli:
         return env
 
     def run(self, *args: str, check: bool = True, timeout: float = 1800) -> subprocess.CompletedProcess[str]:
-        """Runs `pulumi ARGS` (non-interactive); output is kept and, on failure, shown."""
+        """Runs `pulumi ARGS` (non-interactive); output is kept and, on failure, shown. While
+        it runs, every HEARTBEAT_SECONDS a line on the terminal says for how long and what
+        Pulumi printed last."""
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        completed = subprocess.run(
-            ["pulumi", *args, "--non-interactive"],
-            cwd=self.project_dir,
-            env=self.env(),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
+        argv = ["pulumi", *args, "--non-interactive"]
+        process = subprocess.Popen(
+            argv, cwd=self.project_dir, env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
+        stdout: list[str] = []
+        stderr: list[str] = []
+        readers = [
+            threading.Thread(target=stream.extend, args=(pipe,), daemon=True)
+            for stream, pipe in ((stdout, process.stdout), (stderr, process.stderr))
+        ]
+        for reader in readers:
+            reader.start()
+        started = time.monotonic()
+        while True:
+            try:
+                process.wait(timeout=HEARTBEAT_SECONDS)
+                break
+            except subprocess.TimeoutExpired:
+                elapsed = time.monotonic() - started
+                if elapsed > timeout:
+                    process.kill()
+                    process.wait()
+                    raise subprocess.TimeoutExpired(argv, timeout, "".join(stdout), "".join(stderr)) from None
+                last = next((line.strip() for line in reversed(stdout) if line.strip()), "")
+                progress.say(f"    pulumi {args[0]}: {elapsed:.0f} s; last: {last[:110]}")
+        for reader in readers:
+            reader.join()
+        completed = subprocess.CompletedProcess(argv, process.returncode, "".join(stdout), "".join(stderr))
         if check and completed.returncode != 0:
             raise AssertionError(
                 f"pulumi {' '.join(args)} exited {completed.returncode}\n"

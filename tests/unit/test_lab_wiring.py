@@ -314,3 +314,16 @@ def test_host_mode_has_no_swarm_or_overlay_and_reaches_containers_at_the_hosts_a
         ]  # fmt: skip
 
     return everything_registered(lab).apply(check)
+
+
+@pulumi.runtime.test
+def test_the_training_log_is_one_pasted_command_away(mocks: RecordingMocks) -> Any:
+    lab = build_dev_lab()
+
+    def check(command: str) -> None:
+        assert command == (
+            "ssh -i .lab/operator_ed25519 -o UserKnownHostsFile=.lab/known_hosts -o StrictHostKeyChecking=yes "
+            "-p 22 root@10.0.18.1 docker exec llm tail -n 100 -F /opt/dslab/run/train.log"
+        ), "the manager host, the stack's key and known_hosts, the training container's log"
+
+    return lab.outputs["training_log_command"].apply(check)

@@ -1,0 +1,79 @@
+"""assets/host/image-build.sh and image-load.sh, run here with a stand-in `docker` that prints
+what a classic build prints: the user sees one line per step, and the whole output only
+when the build fails. The real engines run them in tests/e2e."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from tests.assets.test_container_scripts import ASSETS
+
+IMAGE_BUILD = ASSETS / "host" / "image-build.sh"
+
+BUILD_OUTPUT = """Sending build context to Docker daemon  10.24kB
+Step 1/3 : FROM local/debian:trixie
+ ---> 0123456789ab
+Step 2/3 : RUN apt-get install -y openssh-server
+ ---> Running in 1a2b3c4d
+{noise}
+Step 3/3 : COPY . /opt/dslab
+Successfully built 0123456789ab
+"""
+
+
+def stand_in_docker(tmp_path: Path, build_exit: int) -> dict[str, str]:
+    """PATH with a `docker` whose build prints BUILD_OUTPUT (with 500 lines of package noise)
+    and exits `build_exit`; the image exists only once a build succeeded."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (tmp_path / "build-output").write_text(
+        BUILD_OUTPUT.format(noise="\n".join(f"Unpacking package-{n} ..." for n in range(500)))
+    )
+    built = tmp_path / "built"
+    docker = bin_dir / "docker"
+    docker.write_text(
+        "#!/bin/sh\n"
+        'case "$1" in\n'
+        "  buildx) exit 1 ;;\n"
+        f"  build) cat >/dev/null; cat {tmp_path / 'build-output'}; [ {build_exit} = 0 ] && touch {built}; "
+        f"exit {build_exit} ;;\n"
+        f"  image) [ -e {built} ] || exit 1; echo sha256:built ;;\n"
+        "esac\n"
+    )
+    docker.chmod(0o755)
+    return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "TMPDIR": str(tmp_path)}
+
+
+def build(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["bash", str(IMAGE_BUILD), "dslab/train:abc"], input="context", env=env,
+        capture_output=True, text=True, timeout=30, check=False,
+    )  # fmt: skip
+
+
+def test_a_build_shows_one_line_per_step_and_its_time(tmp_path: Path) -> None:
+    result = build(stand_in_docker(tmp_path, build_exit=0))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == '{"image_id": "sha256:built"}\n'
+    steps = [line for line in result.stderr.splitlines() if line.startswith("Step ")]
+    assert steps == [
+        "Step 1/3 : FROM local/debian:trixie",
+        "Step 2/3 : RUN apt-get install -y openssh-server",
+        "Step 3/3 : COPY . /opt/dslab",
+    ]
+    assert "Unpacking" not in result.stderr, "the package noise stays in the log"
+    assert len(result.stderr.splitlines()) <= 5, result.stderr
+    assert not list(tmp_path.glob("dslab-image-build.*")), "a successful build leaves no log behind"
+
+
+def test_a_failed_build_shows_the_end_of_its_output_and_keeps_the_log(tmp_path: Path) -> None:
+    result = build(stand_in_docker(tmp_path, build_exit=1))
+    assert result.returncode == 1
+    assert "the build of dslab/train:abc failed" in result.stderr
+    assert "Unpacking package-499" in result.stderr, "the last lines, where the error is"
+    assert "Unpacking package-0 " not in result.stderr, "not all of them"
+    logs = list(tmp_path.glob("dslab-image-build.*"))
+    assert len(logs) == 1 and "Unpacking package-0 " in logs[0].read_text(), "the whole output is kept"
+    assert str(logs[0]) in result.stderr, "and named"

@@ -1,0 +1,14 @@
+"""Hands pytest's terminal to tests.support.progress, for progress lines of long steps."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support import progress
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    terminal = config.pluginmanager.get_plugin("terminalreporter")
+    if terminal is not None:
+        progress.attach(terminal)
