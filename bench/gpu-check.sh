@@ -46,6 +46,9 @@ mapfile -d '' -t preflight <"$rendered/preflight.argv"
 mapfile -d '' -t train <"$rendered/train.argv"
 system_path=$PATH
 export_deepspeed_env
+# NVLink multicast stays off, whatever the rendered environment says: on GPUs shared with
+# others a fault in it can take the host's GPUs out of service (matters from 2 GPUs up).
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 
 echo "gpu-check: all-reduce: ${preflight[*]}"
 set +e

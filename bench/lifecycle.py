@@ -2,8 +2,9 @@
 
 - cold `pulumi up` (claims, swarm, overlay, image, containers, SSH mesh; no training) against
   floor-up.sh doing the same steps by hand, as parallel as a shell script gets;
-- no-op `pulumi up` / `pulumi preview` on the unchanged stack against `pulumi preview` of an
-  empty program (what the engine costs by itself);
+- no-op `pulumi up` / `pulumi preview` on the unchanged stack (refreshing first, as the project
+  says, and a preview with `--refresh=false`) against `pulumi preview` of an empty program
+  (what the engine costs by itself);
 - a training-argument change: how long `pulumi up` takes until the new run has started;
 - image distribution: build on every host against build once and ship.
 
@@ -292,10 +293,13 @@ def steady_state(runs: int, noop_runs: int) -> dict[str, Any]:
         stack.up()
         floor: list[float] = []
         preview: list[float] = []
+        unrefreshed: list[float] = []
         noop_up: list[float] = []
         for _ in range(noop_runs):
             floor.append(timed(floor_preview))
             preview.append(timed(lambda: stack.pulumi("preview", "--expect-no-changes")))
+            # What the project's `refresh: always` costs: the same preview told not to refresh.
+            unrefreshed.append(timed(lambda: stack.pulumi("preview", "--refresh=false", "--expect-no-changes")))
             noop_up.append(timed(lambda: stack.pulumi("up", "--yes", "--skip-preview", "--expect-no-changes")))
         # Background mode: `up` returns once the new run has started.
         restart = []
@@ -308,9 +312,11 @@ def steady_state(runs: int, noop_runs: int) -> dict[str, Any]:
         "empty_preview_s": median(floor),
         "empty_preview_all_s": floor,
         "noop_preview_s": median(preview),
+        "noop_preview_without_refresh_s": median(unrefreshed),
         "noop_up_s": median(noop_up),
         "argument_change_to_start_s": median(restart),
         "noop_preview_all_s": preview,
+        "noop_preview_without_refresh_all_s": unrefreshed,
         "noop_up_all_s": noop_up,
         "argument_change_all_s": restart,
     }

@@ -32,6 +32,7 @@ def ratios(results: dict[str, Any]) -> dict[str, float | None]:
     floor = steady.get("empty_preview_s", results.get("empty_preview_s"))
     return {
         "noop_preview_over_floor": ratio(steady.get("noop_preview_s"), floor),
+        "noop_preview_without_refresh_over_floor": ratio(steady.get("noop_preview_without_refresh_s"), floor),
         "noop_up_over_floor": ratio(steady.get("noop_up_s"), floor),
         "cold_up_over_script": ratio(two.get("pulumi_up_s"), two.get("floor_s")),
         **{

@@ -15,7 +15,7 @@ fi
 
 log=/var/log/dslab-dockerd.log
 # setsid: the engine must outlive the shell (and the make target) that started it.
-setsid dockerd --pidfile /var/run/dslab-dockerd.pid >>"$log" 2>&1 < /dev/null &
+setsid dockerd --pidfile "${DSLAB_ENGINE_PIDFILE:-/var/run/dslab-dockerd.pid}" >>"$log" 2>&1 < /dev/null &
 
 for _ in $(seq 1 60); do
   docker info >/dev/null 2>&1 && exit 0

@@ -6,7 +6,7 @@
 set -euo pipefail
 
 cache="${DSLAB_CACHE:-$HOME/.cache/dslab}"
-pidfile=/var/run/dslab-dockerd.pid
+pidfile=${DSLAB_ENGINE_PIDFILE:-/var/run/dslab-dockerd.pid}
 
 if docker info >/dev/null 2>&1; then
   if [ -n "$(docker ps --all --quiet --filter label=dslab.lab)" ]; then
