@@ -267,13 +267,14 @@ class Lab(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
 
-    def _on_manager(self, destination_and_command: str) -> str:
-        """An ssh command line for the operator's shell that reaches the manager host with the
-        stack's key and known_hosts (strict host keys, as the program does)."""
-        operator = self.config.operator
+    def _on_manager(self, command: str, *, tty: bool = False) -> str:
+        """An ssh command line for the operator's shell that runs `command` on the manager host
+        with the stack's key and known_hosts (strict host keys, as the program does)."""
+        operator, manager = self.config.operator, self.config.manager
         return (
             f"ssh -i {operator.private_key_path or '<your key>'} -o UserKnownHostsFile={operator.known_hosts_path} "
-            f"-o StrictHostKeyChecking=yes -p {self.config.manager.ssh_port} {destination_and_command}"
+            f"-o StrictHostKeyChecking=yes -p {manager.ssh_port} {'-t ' if tty else ''}"
+            f"{manager.ssh_user}@{manager.address} {command}"
         )
 
     def _register(self) -> None:
@@ -283,7 +284,7 @@ class Lab(pulumi.ComponentResource):
         )
         self.manager_address = self.containers[manager.name].address
         container = self.config.container.name
-        self.shell_command = self._on_manager(f"-t {manager.ssh_user}@{manager.address} docker exec -it {container} bash")
+        self.shell_command = self._on_manager(f"docker exec -it {container} bash", tty=True)
         outputs: dict[str, Any] = {
             "container_ips": self.container_ips,
             "hostfile": self.hostfile,
@@ -303,9 +304,7 @@ class Lab(pulumi.ComponentResource):
                 "training_status": self.launch.status,
                 "training_log": self.launch.log_path,
                 "training_log_command": self.launch.log_path.apply(
-                    lambda path: self._on_manager(
-                        f"{manager.ssh_user}@{manager.address} docker exec {container} tail -n 100 -F {path}"
-                    )
+                    lambda path: self._on_manager(f"docker exec {container} tail -n 100 -F {path}")
                 ),
                 "training_summary": self.launch.summary,
             }

@@ -327,3 +327,12 @@ def test_the_training_log_is_one_pasted_command_away(mocks: RecordingMocks) -> A
         ), "the manager host, the stack's key and known_hosts, the training container's log"
 
     return lab.outputs["training_log_command"].apply(check)
+
+
+@pulumi.runtime.test
+def test_the_shell_command_opens_a_terminal_in_the_manager_container(mocks: RecordingMocks) -> None:
+    lab = build_dev_lab()
+    assert lab.shell_command == (
+        "ssh -i .lab/operator_ed25519 -o UserKnownHostsFile=.lab/known_hosts -o StrictHostKeyChecking=yes "
+        "-p 22 -t root@10.0.18.1 docker exec -it llm bash"
+    )
