@@ -153,12 +153,7 @@ def test_changing_a_training_argument_reruns_only_training(stack: Stack) -> None
     containers_before = {host: inspect(host, "container", "llm")["Id"] for host in HOSTS}  # type: ignore[index]
 
     stack.pulumi("config", "set", "--path", "training.workload.args[1]", "25")
-    preview = json.loads(stack.pulumi("preview", "--json"))
-    changed = {
-        step["urn"].rsplit("::", 1)[-1]
-        for step in preview.get("steps", [])
-        if step.get("op") not in ("same", "read", "refresh")
-    }
+    changed = set(stack.preview_changes())
     assert changed == {"lab-training-preflight-check", "lab-training-run"}, f"only the launch changes: {changed}"
 
     stack.pulumi("up", "--yes")
@@ -172,14 +167,9 @@ def test_changing_a_training_argument_reruns_only_training(stack: Stack) -> None
 def test_a_new_shm_size_previews_as_the_containers_shm_size_and_nothing_else(stack: Stack) -> None:
     stack.pulumi("config", "set", "--path", "container.shm_size", "2G")
     try:
-        preview = json.loads(stack.pulumi("preview", "--json", "--diff"))
+        steps = stack.preview_changes("--diff")
     finally:
         stack.pulumi("config", "set", "--path", "container.shm_size", "1G")
-    steps = {
-        step["urn"].rsplit("::", 1)[-1]: step
-        for step in preview.get("steps", [])
-        if step.get("op") not in ("same", "read", "refresh")
-    }
     for container in ("server1-llm", "server2-llm"):
         assert container in steps, f"{container} changes: {sorted(steps)}"
         assert steps[container]["diffReasons"] == ["shmSize"], "the diff names the container's field"

@@ -56,6 +56,16 @@ class Stack:
             document["config"][f"dslab:{key}"] = value
         path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
 
+    def preview_changes(self, *args: str) -> dict[str, dict[str, Any]]:
+        """`pulumi preview --json ARGS`: the steps that would change something, by resource
+        name (the project's refresh before every preview adds a `refresh` step per resource)."""
+        preview = json.loads(self.pulumi("preview", "--json", *args))
+        return {
+            step["urn"].rsplit("::", 1)[-1]: step
+            for step in preview.get("steps", [])
+            if step.get("op") not in ("same", "read", "refresh")
+        }
+
     def outputs(self) -> dict[str, object]:
         return self.cli.outputs(self.name)
 
