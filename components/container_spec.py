@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from components.config import Host, LabConfig, Mount
-from components.types import GpuRequestValue, size_to_mb
+from components.config import GpuRequestValue, size_to_mb
 from components.workload_inputs import workload_mounts
 
 

@@ -2,7 +2,7 @@
 
 Each type is an ``Annotated`` alias over a plain Python type plus one validator
 function. Validators raise ``ValueError`` whose message continues the sentence
-"<key>: <value received> ..." (the formatter in ``components.config`` prefixes
+"<key>: <value received> ..." (the formatter in ``components.config.errors`` prefixes
 the key path and the value), and always end with an example of a valid value.
 """
 
@@ -14,14 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    PlainValidator,
-    SecretStr,
-)
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, PlainValidator, SecretStr
 
 # --- plain validator functions ------------------------------------------------------
 

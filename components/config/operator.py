@@ -1,0 +1,48 @@
+"""`dslab:operator`: how the operator's machine reaches the hosts (key, known_hosts)."""
+
+from __future__ import annotations
+
+from pydantic import Field, model_validator
+
+from components.config.base import FrozenModel, Problems
+from components.config.fields import EncryptedSecret, Secret
+
+
+class OperatorConfig(FrozenModel):
+    """How Pulumi reaches the hosts: one ssh key, and known host keys (always checked)."""
+
+    private_key_path: str | None = Field(
+        default=None,
+        description="Operator's private key file, relative to the project directory or absolute.",
+        examples=[".lab/operator_ed25519"],
+    )
+    private_key: Secret | None = Field(
+        default=None,
+        description="The private key text, as a Pulumi secret (pulumi config set --secret).",
+    )
+    known_hosts_path: str = Field(
+        default="~/.ssh/known_hosts",
+        description=(
+            "known_hosts file holding every host's key; strict host key checking is always "
+            "on. Default ~/.ssh/known_hosts."
+        ),
+        examples=[".lab/known_hosts"],
+    )
+
+    @model_validator(mode="after")
+    def _exactly_one_key(self) -> OperatorConfig:
+        if (self.private_key_path is None) == (self.private_key is None):
+            given = "both" if self.private_key is not None else "neither"
+            problems = Problems()
+            problems.add(
+                (),
+                f"has {given} of private_key_path and private_key; give exactly one, "
+                "e.g. private_key_path: ~/.ssh/id_ed25519",
+            )
+            problems.raise_if_any()
+        return self
+
+    @property
+    def private_key_is_encrypted(self) -> bool:
+        """True when the key came from a stack file still encrypted (validation only)."""
+        return isinstance(self.private_key, EncryptedSecret)
