@@ -10,5 +10,6 @@ from tests.support import progress
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
     terminal = config.pluginmanager.get_plugin("terminalreporter")
+    capture = config.pluginmanager.get_plugin("capturemanager")
     if terminal is not None:
-        progress.attach(terminal)
+        progress.attach(terminal, capture)

@@ -3,6 +3,7 @@ suite that runs `pulumi up` for minutes says what it is waiting for instead of g
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from typing import Protocol
 
 
@@ -10,15 +11,22 @@ class LineWriter(Protocol):
     def write_line(self, line: str) -> None: ...
 
 
-_terminal: list[LineWriter] = []
+class CaptureSuspender(Protocol):
+    def global_and_fixture_disabled(self) -> AbstractContextManager[None]: ...
 
 
-def attach(terminal: LineWriter) -> None:
-    """Called once by tests/conftest.py with pytest's terminal reporter."""
-    _terminal[:] = [terminal]
+_terminal: list[tuple[LineWriter, CaptureSuspender | None]] = []
+
+
+def attach(terminal: LineWriter, capture: CaptureSuspender | None) -> None:
+    """Called once by tests/conftest.py with pytest's terminal reporter and capture manager
+    (None when capturing is off: `-p no:capture`)."""
+    _terminal[:] = [(terminal, capture)]
 
 
 def say(line: str) -> None:
-    """One line on the terminal (nothing outside a pytest run)."""
-    for terminal in _terminal:
-        terminal.write_line(line)
+    """One line on the terminal, with the test's output capture suspended for it (nothing
+    outside a pytest run)."""
+    for terminal, capture in _terminal:
+        with capture.global_and_fixture_disabled() if capture is not None else nullcontext():
+            terminal.write_line(line)
