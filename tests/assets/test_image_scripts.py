@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from pathlib import Path
 
 from tests.assets.test_container_scripts import ASSETS
@@ -77,3 +78,26 @@ def test_a_failed_build_shows_the_end_of_its_output_and_keeps_the_log(tmp_path: 
     logs = list(tmp_path.glob("dslab-image-build.*"))
     assert len(logs) == 1 and "Unpacking package-0 " in logs[0].read_text(), "the whole output is kept"
     assert str(logs[0]) in result.stderr, "and named"
+
+
+IMAGE_LOAD = ASSETS / "host" / "image-load.sh"
+
+
+def test_a_load_ends_when_docker_load_does_though_its_ticker_sleeps(tmp_path: Path) -> None:
+    # Its ticker says every 15 s that the image is still coming; at the end it must not keep
+    # the pipes (over ssh: the session) open until its sleep ends.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    docker = bin_dir / "docker"
+    docker.write_text('#!/bin/sh\ncase "$1" in load) cat >/dev/null; echo "Loaded image: t" ;; image) echo sha256:loaded ;; esac\n')
+    docker.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    started = time.monotonic()
+    result = subprocess.run(
+        ["bash", str(IMAGE_LOAD), "dslab/train:abc"], input="image bytes", env=env,
+        capture_output=True, text=True, timeout=30, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == '{"image_id": "sha256:loaded"}\n'
+    assert "received dslab/train:abc in" in result.stderr
+    assert time.monotonic() - started < 5, "its output ended with the load, not 15 s later"
