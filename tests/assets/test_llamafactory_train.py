@@ -10,24 +10,19 @@ against the 1 group DeepSpeed kept).
 
 from __future__ import annotations
 
-import importlib.util
 import sys
-from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import pytest
 
-ENTRY_POINT = Path(__file__).resolve().parents[2] / "assets" / "llamafactory_train.py"
+from tests.support.asset_module import load_asset
+
 
 
 @pytest.fixture(scope="module")
 def entry_point() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("llamafactory_train", ENTRY_POINT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_asset("llamafactory_train.py")
 
 
 class FakeOptimizer:

@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-TRAIN_TINY = Path(__file__).resolve().parents[2] / "assets" / "train_tiny.py"
+from tests.support.asset_module import load_asset
+
 
 
 @pytest.fixture(scope="module")
 def train_tiny() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("train_tiny", TRAIN_TINY)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_asset("train_tiny.py")
 
 
 def test_it_imports_and_parses_without_torch(train_tiny: ModuleType) -> None:
