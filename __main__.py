@@ -4,8 +4,10 @@ from pathlib import Path
 
 import pulumi
 
+from components.interrupt import end_quietly_on_interrupt
 from components.provider_start import start_dynamic_provider
 
+end_quietly_on_interrupt()
 start_dynamic_provider()  # first: the provider starts while the imports below are read
 
 from components.config import load_pulumi_config  # noqa: E402
