@@ -11,11 +11,13 @@ Conventions for the scripts (all in `assets/`, run with bash):
   the last line of stdout (or nothing);
 - a read script exits 3 when the thing is gone (refresh then drops the resource, and the
   next `up` creates it again) and 4 when it exists but has drifted (the next `up`
-  replaces it).
+  replaces it, or with `repair_in_place` runs create again and keeps the resource, so that
+  what depends on its id, a training run say, is left alone).
 """
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
@@ -25,11 +27,12 @@ import sys
 import tarfile
 import tempfile
 import threading
+import traceback
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import pulumi
 from components.paths import ASSETS_DIR
@@ -48,19 +51,53 @@ from pulumi.dynamic import (
 READ_GONE_EXIT = 3
 READ_DRIFTED_EXIT = 4
 SSH_FAILURE_EXIT = 255
+HARMLESS_SSH_NOTICE = "already exists, disabling multiplexing"
+"""ssh's word when two sessions to one host start together and the second finds the first's
+control socket not yet listening: it then runs without multiplexing, nothing is wrong."""
 
 if in_dynamic_provider():
     widen_provider_pool()
     exit_without_teardown()
+    # The SDK hands a failed step to the engine as the traceback it formats: without frames
+    # a RemoteScriptError reads as its message, which names the host, the step and the cause.
+    # Anything else carries its own traceback in its message (see `reported`).
+    sys.tracebacklimit = 0
 
 # Inputs whose change means the thing on the host must be made again.
 REPLACING_INPUTS = ("create", "stdin", "stdin_archive", "pipe_from", "triggers")
+# Inputs whose change alone runs nothing: the resource is updated in place.
+IN_PLACE_INPUTS = ("connection", "label", "delete", "read", "delete_before_replace", "repair_in_place")
 # Which host the thing lives on; a new key or known_hosts file reaches the same host.
 CONNECTION_IDENTITY = ("host", "port", "user")
 
 
 class RemoteScriptError(Exception):
     """A script failed on a host; the message names the host, the script and the cause."""
+
+
+class RemoteScriptBug(Exception):
+    """The provider itself failed: the message holds the traceback, for a bug report."""
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def reported(method: Callable[P, R]) -> Callable[P, R]:
+    """A provider method whose unexpected errors keep their traceback in their message (the
+    provider prints tracebacks without frames, for RemoteScriptError's sake)."""
+
+    @functools.wraps(method)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return method(*args, **kwargs)
+        except RemoteScriptError:
+            raise
+        except Exception as error:
+            details = "".join(traceback.format_exception(error, limit=64))
+            raise RemoteScriptBug(f"{method.__qualname__} failed:\n{details}") from None
+
+    return wrapper
 
 
 @contextmanager
@@ -221,6 +258,8 @@ def _pump_stderr(label: str, process: subprocess.Popen[bytes]) -> tuple[list[str
         assert process.stderr is not None
         for raw in process.stderr:
             line = raw.decode(errors="replace")
+            if HARMLESS_SSH_NOTICE in line:
+                continue
             lines.append(line)
             print(f"[{label}] {line.rstrip()}", file=sys.stderr, flush=True)
 
@@ -305,18 +344,20 @@ class RemoteScriptProvider(ResourceProvider):
             raise failure(props["label"], props.get("connection"), call, code, stderr)
         return parse_result(stdout)
 
+    @reported
     def create(self, props: dict[str, Any]) -> CreateResult:
         result = self._run(props, props["create"], with_archive=True)
         return CreateResult(id_=uuid.uuid4().hex, outs={**props, "result": result, "drifted": False})
 
+    @reported
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         replaces = [key for key in REPLACING_INPUTS if olds.get(key) != news.get(key)]
         if host_identity(olds.get("connection")) != host_identity(news.get("connection")):
             replaces.insert(0, "connection")
-        if olds.get("drifted"):
+        if olds.get("drifted") and not news.get("repair_in_place"):
             replaces.append("drifted")
-        changed = bool(replaces) or any(
-            olds.get(key) != news.get(key) for key in ("connection", "label", "delete", "read", "delete_before_replace")
+        changed = bool(replaces) or bool(olds.get("drifted")) or any(
+            olds.get(key) != news.get(key) for key in IN_PLACE_INPUTS
         )
         return DiffResult(
             changes=changed,
@@ -324,10 +365,14 @@ class RemoteScriptProvider(ResourceProvider):
             delete_before_replace=bool(news.get("delete_before_replace")),
         )
 
+    @reported
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        if olds.get("drifted"):  # repaired in place: create runs again, the id stays
+            return UpdateResult(outs={**news, "result": self._run(news, news["create"], with_archive=True), "drifted": False})
         # Only the delete/read scripts or the label changed: nothing to run now.
         return UpdateResult(outs={**news, "result": olds.get("result", {}), "drifted": False})
 
+    @reported
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         call = props.get("read")
         if not call:
@@ -345,6 +390,7 @@ class RemoteScriptProvider(ResourceProvider):
             id_=id_, outs={**props, "result": {**props.get("result", {}), **observed}, "drifted": False}
         )
 
+    @reported
     def delete(self, _id: str, props: dict[str, Any]) -> None:
         call = props.get("delete")
         if call:
@@ -379,6 +425,7 @@ class RemoteScript(Resource, module="dslab", name="RemoteScript"):
         pipe_from: pulumi.Input[dict[str, Any]] | None = None,
         triggers: list[pulumi.Input[Any]] | None = None,
         delete_before_replace: bool = False,
+        repair_in_place: bool = False,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__(
@@ -395,6 +442,7 @@ class RemoteScript(Resource, module="dslab", name="RemoteScript"):
                 "pipe_from": pipe_from,
                 "triggers": triggers or [],
                 "delete_before_replace": delete_before_replace,
+                "repair_in_place": repair_in_place,
                 "result": None,
                 "drifted": None,
             },

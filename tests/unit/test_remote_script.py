@@ -19,6 +19,7 @@ from pulumi.dynamic import CreateResult, ReadResult, UpdateResult
 from components.paths import ASSETS_DIR
 from components.remote_script import (
     REPLACING_INPUTS,
+    RemoteScriptBug,
     RemoteScriptError,
     RemoteScriptProvider,
     failure,
@@ -224,6 +225,13 @@ def test_the_scripts_progress_is_shown_live_under_its_label(tmp_path: Path, caps
     assert "[test] step 1 of 2" in capsys.readouterr().err
 
 
+def test_ssh_saying_it_runs_without_multiplexing_is_not_shown(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    notice = "ControlSocket /run/dslab-ssh-1 already exists, disabling multiplexing"
+    RemoteScriptProvider().create(props(write_script(tmp_path, "create.sh", f'echo "{notice}" >&2\necho done >&2\n')))
+    shown = capsys.readouterr().err
+    assert "[test] done" in shown and "multiplexing" not in shown
+
+
 def test_a_failing_create_names_the_script_and_shows_the_end_of_its_stderr(tmp_path: Path) -> None:
     create = write_script(tmp_path, "fails.sh", 'for i in $(seq 1 30); do echo "line $i" >&2; done\nexit 7\n')
     with pytest.raises(RemoteScriptError) as raised:
@@ -291,9 +299,22 @@ def test_a_failing_pipe_receiver_reports_its_own_exit_code(tmp_path: Path) -> No
 
 def test_update_keeps_the_result_and_takes_the_new_inputs() -> None:
     news = news_of(OLD, label="renamed")
-    outs = outs_of(RemoteScriptProvider().update("id", {**OLD, "drifted": True}, news))
+    outs = outs_of(RemoteScriptProvider().update("id", OLD, news))
     assert outs["label"] == "renamed" and outs["result"] == OLD["result"], "nothing ran, so the result stands"
     assert outs["drifted"] is False
+
+
+def test_a_drifted_resource_that_repairs_in_place_is_updated_not_replaced() -> None:
+    olds = {**OLD, "drifted": True, "repair_in_place": True}
+    diff = RemoteScriptProvider().diff("id", olds, news_of(olds))
+    assert diff.changes and not diff.replaces, "what depends on its id is left alone"
+
+
+def test_repairing_in_place_runs_create_again_with_its_archive(tmp_path: Path) -> None:
+    create = write_script(tmp_path, "create.sh", 'tar -t; echo \'{"placed": true}\'\n')
+    olds = props(create, stdin_archive={"hostfile": {"content": "a\n"}}, repair_in_place=True, drifted=True, result={})
+    outs = outs_of(RemoteScriptProvider().update("id", olds, news_of(olds)))
+    assert outs["result"] == {"placed": True} and outs["drifted"] is False
 
 
 def read_props(tmp_path: Path, body: str, **inputs: Any) -> dict[str, Any]:
@@ -391,3 +412,18 @@ def test_an_include_line_is_replaced_by_the_shared_file_before_the_script_travel
 def test_the_swarm_scripts_carry_the_gossip_port_check() -> None:
     for script in ("host/swarm-init.sh", "host/swarm-join.sh", "host/swarm-leave.sh"):
         assert "wait_for_gossip_port_free() {" in script_argv(None, {"script": script})[2], script
+
+
+# --- errors as the user reads them -----------------------------------------------------------
+
+
+def test_a_bug_in_the_provider_keeps_its_traceback_in_the_message() -> None:
+    broken = {key: value for key, value in OLD.items() if key != "create"}
+    with pytest.raises(RemoteScriptBug, match=r"(?s)RemoteScriptProvider.create failed:.*KeyError: 'create'"):
+        RemoteScriptProvider().create(broken)
+
+
+def test_a_failing_script_raises_its_own_error_unchanged(tmp_path: Path) -> None:
+    create = write_script(tmp_path, "create.sh", "echo 'disk full' >&2\nexit 5\n")
+    with pytest.raises(RemoteScriptError, match=r"create.sh failed on this machine \(exit 5\):\ndisk full"):
+        RemoteScriptProvider().create(props(create))
