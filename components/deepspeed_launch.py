@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import pulumi
 
 from components.config import PreflightConfig
+from components.container_files import PlacedFile, container_files
 from components.connection import RemoteHost
 from components.naming import component_type
 from components.preflight import Preflight, PreflightArgs
@@ -44,10 +45,11 @@ class DeepSpeedLaunchArgs:
 
 
 class DeepSpeedLaunch(pulumi.ComponentResource):
-    """Creates, per node, a RemoteScript that places the hostfile and ds_config.json in its
-    container, and one on the manager that runs deepspeed: it re-runs when the training
-    inputs or the containers change, and only then. In wait mode `pulumi up` streams the
-    log and fails when training fails.
+    """Creates, per node, the ContainerFiles of the run (hostfile, ds_config.json, and in the
+    manager's container .deepspeed_env), then the Preflight and a RemoteScript on the manager
+    that runs deepspeed: it re-runs when the training inputs or the containers change, and
+    only then (files put back after a change inside a container do not re-run it). In wait
+    mode `pulumi up` streams the log and fails when training fails.
 
     Outputs:
         status: `succeeded`, or `running` in background mode.
@@ -66,19 +68,23 @@ class DeepSpeedLaunch(pulumi.ComponentResource):
     def __init__(self, name: str, args: DeepSpeedLaunchArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(component_type("DeepSpeedLaunch"), name, None, opts)
         mode = "wait" if args.wait else "background"
-        run_files = {
-            "hostfile": {"content": args.hostfile},
-            "ds_config.json": {"content": args.ds_config},
+        in_run_dir = RUN_DIR.lstrip("/")
+        common = {
+            f"{in_run_dir}/hostfile": PlacedFile(args.hostfile),
+            f"{in_run_dir}/ds_config.json": PlacedFile(args.ds_config),
         }
         if args.dataset_info is not None:
-            run_files["dataset_info.json"] = {"content": args.dataset_info}
+            common[f"{in_run_dir}/dataset_info.json"] = PlacedFile(args.dataset_info)
+        # Only the manager's launcher reads .deepspeed_env; it hands it on to the ranks.
+        on_manager = {DEEPSPEED_ENV_PATH.lstrip("/"): PlacedFile(args.deepspeed_env)}
         placed = [
-            RemoteScript(
+            container_files(
                 f"{name}-{node.name}-files",
-                label=f"{node.name}: hostfile and ds_config.json",
+                label=f"{node.name}: run files",
                 connection=node.connection,
-                create=script_call("host/container-put-files.sh", args.container_name, RUN_DIR),
-                stdin_archive=run_files,
+                container_name=args.container_name,
+                dest="/",
+                files=common | (on_manager if node.name == args.manager.name else {}),
                 triggers=[trust.id for trust in args.mesh],
                 opts=pulumi.ResourceOptions(parent=self, depends_on=args.mesh),
             )
@@ -97,7 +103,6 @@ class DeepSpeedLaunch(pulumi.ComponentResource):
                     run_dir=RUN_DIR,
                     argv=args.preflight_argv,
                     settings=args.preflight,
-                    deepspeed_env=args.deepspeed_env,
                     triggers=[*(file.id for file in placed), shlex.join(args.argv)],
                     after=list(placed),
                 ),
@@ -119,7 +124,6 @@ class DeepSpeedLaunch(pulumi.ComponentResource):
                 "--",
                 *args.argv,
             ),
-            stdin_archive={DEEPSPEED_ENV_PATH.lstrip("/"): {"content": args.deepspeed_env}},
             delete=script_call("host/deepspeed-stop.sh", args.container_name),
             # New files or a new mesh (replaced containers) run training again.
             triggers=[resource.id for resource in before_run],

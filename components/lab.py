@@ -199,6 +199,7 @@ class Lab(pulumi.ComponentResource):
                 spec=container_spec(self.config, host, self.image.tag, owner),
                 image_id=image.result.apply(lambda result: str(result["image_id"])),
                 network_id=self.network.network_id if self.network is not None else None,
+                swarm_node=self.swarm.node_ids[host_name] if self.swarm is not None else None,
             ),
             pulumi.ResourceOptions(
                 parent=self, depends_on=[*network, image, *checked], providers=[self.engines[host_name]]

@@ -15,6 +15,9 @@ READY_CHECK = ["CMD", "/opt/dslab/ready.sh"]
 """The image's readiness script (assets/container/ready.sh): keys settled, sshd running."""
 
 
+SWARM_NODE_LABEL = "dslab.swarm-node"
+
+
 @dataclass(frozen=True)
 class NodeContainerArgs:
     host_name: str
@@ -24,6 +27,10 @@ class NodeContainerArgs:
     network_id: pulumi.Input[str] | None
     """The overlay network by id (None on the hosts' network): a new network replaces the
     container, since a network in use cannot be removed."""
+    swarm_node: pulumi.Input[str] | None
+    """The host's swarm node id (None on the hosts' network), kept in a label: a host that
+    left the swarm and joined again is a new node, and its container, which lost the overlay
+    with the old node, is made again."""
 
 
 def healthcheck() -> docker.ContainerHealthcheckArgs:
@@ -82,7 +89,10 @@ class NodeContainer(pulumi.ComponentResource):
                 for mount in spec.mounts
             ],
             envs=[f"{key}={value}" for key, value in spec.env],
-            labels=[docker.ContainerLabelArgs(label=key, value=value) for key, value in spec.labels],
+            labels=[
+                *(docker.ContainerLabelArgs(label=key, value=value) for key, value in spec.labels),
+                *([docker.ContainerLabelArgs(label=SWARM_NODE_LABEL, value=args.swarm_node)] if args.swarm_node else []),
+            ],
             healthcheck=healthcheck(),
             wait=True,
             wait_timeout=150,

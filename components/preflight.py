@@ -11,7 +11,6 @@ from components.config import PreflightConfig
 from components.connection import RemoteHost
 from components.naming import component_type
 from components.remote_script import RemoteScript, script_call
-from components.run_files import DEEPSPEED_ENV_PATH
 
 
 @dataclass(frozen=True)
@@ -24,8 +23,6 @@ class PreflightArgs:
     argv: list[str]
     """The deepspeed command running allreduce_bench.py (components.launch_argv)."""
     settings: PreflightConfig
-    deepspeed_env: pulumi.Input[str]
-    """.deepspeed_env text, as the training gets it: the all-reduce uses the same interface."""
     triggers: list[pulumi.Input[Any]]
     """What runs training again runs the preflight again: the run's files and its argv."""
     after: list[pulumi.Resource]
@@ -63,7 +60,6 @@ class Preflight(pulumi.ComponentResource):
                 "--",
                 *args.argv,
             ),
-            stdin_archive={DEEPSPEED_ENV_PATH.lstrip("/"): {"content": args.deepspeed_env}},
             triggers=args.triggers,
             opts=pulumi.ResourceOptions(parent=self, depends_on=args.after),
         )

@@ -9,6 +9,7 @@ import functools
 
 import pulumi
 
+from components.container_files import PlacedFile, container_files
 from components.mesh_files import MeshNode, render_authorized_keys, render_known_hosts
 from components.naming import component_type
 from components.remote_script import RemoteScript, script_call
@@ -45,10 +46,12 @@ class SshMeshArgs:
 
 
 class SshMesh(pulumi.ComponentResource):
-    """Creates, per container, a RemoteScript that collects its public user and host keys,
-    and one that installs everybody's keys as authorized_keys and known_hosts; then, from the
-    manager's container, checks that every other node answers ssh. Private keys never leave
-    their container; strict host key checking stays on.
+    """Creates, per container, a RemoteScript that collects its public user and host keys
+    (making those removed inside it), and the ContainerFiles that install everybody's keys as
+    authorized_keys and known_hosts; then, from the manager's container, checks that every
+    other node answers ssh. Private keys never leave their container; strict host key checking
+    stays on. Every refresh reads all three again: a key, a file or a node's answer lost
+    inside a container is put right by the next `up`.
 
     Outputs:
         known_hosts: the known_hosts every container got.
@@ -70,14 +73,15 @@ class SshMesh(pulumi.ComponentResource):
         self.known_hosts = nodes.apply(render_known_hosts)
         container_ids = [member.container_id for member in args.members]
         self.trusts = [
-            RemoteScript(
+            container_files(
                 f"{name}-{member.host_name}-trust",
                 label=f"{member.host_name}: ssh trust",
                 connection=member.connection,
-                create=script_call("host/container-put-files.sh", member.container_name, "/root/.ssh"),
-                stdin_archive={
-                    "authorized_keys": {"content": authorized_keys, "mode": 0o600},
-                    "known_hosts": {"content": self.known_hosts, "mode": 0o644},
+                container_name=member.container_name,
+                dest="/root/.ssh",
+                files={
+                    "authorized_keys": PlacedFile(authorized_keys, mode=0o600),
+                    "known_hosts": PlacedFile(self.known_hosts),
                 },
                 triggers=container_ids,
                 opts=pulumi.ResourceOptions(parent=self),
@@ -85,14 +89,14 @@ class SshMesh(pulumi.ComponentResource):
             for member in args.members
         ]
         manager, others = args.members[0], args.members[1:]
+        named = [f"{member.host_name}={member.address}" for member in others]
         self.reach = RemoteScript(
             f"{name}-reach",
             label=f"{manager.host_name}: ssh to every node",
             connection=manager.connection,
-            create=script_call(
-                "host/mesh-check.sh", manager.container_name, str(args.reach_timeout),
-                *[f"{member.host_name}={member.address}" for member in others],
-            ),
+            create=script_call("host/mesh-check.sh", manager.container_name, str(args.reach_timeout), *named),
+            # Every refresh (every `up`) tries once more; a silent node runs the check again.
+            read=script_call("host/mesh-check.sh", "--read", manager.container_name, "0", *named),
             triggers=[trust.id for trust in self.trusts],
             opts=pulumi.ResourceOptions(parent=self, depends_on=self.trusts),
         )  # fmt: skip
@@ -103,7 +107,8 @@ class SshMesh(pulumi.ComponentResource):
             f"{name}-{member.host_name}-keys",
             label=f"{member.host_name}: ssh keys",
             connection=member.connection,
-            create=script_call("host/mesh-collect.sh", member.container_name),
+            create=script_call("host/mesh-collect.sh", "make", member.container_name),
+            read=script_call("host/mesh-collect.sh", "read", member.container_name),
             triggers=[member.container_id],
             opts=pulumi.ResourceOptions(parent=self),
         )

@@ -19,6 +19,11 @@ class SwarmArgs:
     """What must exist before any host is touched (the host claims)."""
 
 
+def node_id_of(member: RemoteScript) -> pulumi.Output[str]:
+    """The swarm node id that swarm-init.sh or swarm-join.sh printed."""
+    return member.result.apply(lambda result: str(result["node_id"]))
+
+
 class Swarm(pulumi.ComponentResource):
     """Creates one RemoteScript for the manager's init and, per worker, one for its join
     and one on the manager that forgets the node when the worker is removed.
@@ -27,6 +32,7 @@ class Swarm(pulumi.ComponentResource):
         join_token: the worker join token (secret).
         manager_address: `address:2377`.
         joins: per worker name, its join resource (containers on it depend on it).
+        node_ids: per host name, its swarm node id (a host that joins again gets a new one).
     """
 
     join_token: pulumi.Output[str]
@@ -39,6 +45,11 @@ class Swarm(pulumi.ComponentResource):
         self.manager_address = pulumi.Output.from_input(f"{args.manager.address}:2377")
         self.joins = {
             worker.name: self._create_worker(name, worker, args.manager, args.after) for worker in args.workers
+        }
+        # Not secret, though the manager's result (which holds the join token) is.
+        self.node_ids = {
+            args.manager.name: pulumi.Output.unsecret(node_id_of(self.manager)),
+            **{host: node_id_of(join) for host, join in self.joins.items()},
         }
         self.register_outputs({"join_token": self.join_token, "manager_address": self.manager_address})
 
@@ -70,13 +81,16 @@ class Swarm(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.manager, *after]),
         )
         # Made after the join, so destroyed before the worker leaves: the manager
-        # forgets the node instead of listing it as "down" forever.
+        # forgets the node instead of listing it as "down" forever. A worker that left behind
+        # our back joins again as a new node: the membership is made anew and forgets the node
+        # the host was before.
+        node_id = node_id_of(join)
         RemoteScript(
             f"{name}-{worker.name}-membership",
             label=f"{manager.name}: swarm membership of {worker.name}",
             connection=manager.connection,
-            create=script_call("host/true.sh"),
-            delete=script_call("host/swarm-node-remove.sh", join.result.apply(lambda result: str(result["node_id"]))),
+            create=script_call("host/swarm-node-prune.sh", worker.address, node_id),
+            delete=script_call("host/swarm-node-remove.sh", node_id),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[join]),
         )
         return join

@@ -2,7 +2,7 @@
 # The training container's entrypoint: runs at every start, also after an engine restart.
 #
 #  1. ssh host keys and root's key pair, made once and kept in the container's filesystem
-#     (the private key never leaves the container; callers read the .pub files);
+#     (keys.sh; the private key never leaves the container; callers read the .pub files);
 #  2. sshd, root by key only, on port DSLAB_SSH_PORT; its sessions get the image's PATH and
 #     friends and NCCL/GLOO_SOCKET_IFNAME (SetEnv), which non-login ssh shells lack;
 #  3. the interface holding the overlay subnet DSLAB_OVERLAY_SUBNET, written to
@@ -36,14 +36,7 @@ case "$port" in
 esac
 
 # --- keys -------------------------------------------------------------------------------
-ssh-keygen -A >/dev/null            # only the host key types that are missing
-install -d -m 0700 /root/.ssh
-if [ ! -f /root/.ssh/id_ed25519 ]; then
-  ssh-keygen -q -t ed25519 -N '' -C "root@$(hostname)" -f /root/.ssh/id_ed25519
-fi
-touch /root/.ssh/authorized_keys /root/.ssh/known_hosts
-chmod 0600 /root/.ssh/authorized_keys /root/.ssh/id_ed25519
-chmod 0644 /root/.ssh/known_hosts /root/.ssh/id_ed25519.pub
+"$here/keys.sh" make
 
 # --- overlay interface ------------------------------------------------------------------
 if [ -z "$subnet" ]; then
@@ -120,6 +113,8 @@ fi
 
 # The ssh client (pdsh's, the watchdog's): a node that stops answering ends its session
 # within ~30 s instead of TCP's hours, so a cut network fails the run instead of hanging it.
+# known_hosts is the program's (it puts it back when it changes): the client must not add
+# the other host key types a server offers to it.
 mkdir -p /etc/ssh/ssh_config.d
 cat > /etc/ssh/ssh_config.d/00-dslab.conf <<CONF
 # Written by /opt/dslab/entrypoint.sh at every container start.
@@ -129,6 +124,7 @@ Host *
     ConnectTimeout 10
     ServerAliveInterval 5
     ServerAliveCountMax 6
+    UpdateHostKeys no
 CONF
 if ! grep -q '^Include /etc/ssh/ssh_config.d/\*.conf' /etc/ssh/ssh_config; then
   sed -i '1i Include /etc/ssh/ssh_config.d/*.conf' /etc/ssh/ssh_config

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# On the manager: place the run's files (tar on stdin, unpacked at / in the container) and
-# start DeepSpeed in the manager container, waiting for it unless MODE is background. The
-# run is stopped when pdsh loses a node, or when its log stays silent STALL_TIMEOUT seconds.
+# On the manager: start DeepSpeed in the manager container (the run's files are there),
+# waiting for it unless MODE is background. The run is stopped when pdsh loses a node, or
+# when its log stays silent STALL_TIMEOUT seconds.
 # In wait mode, a finished run's LOSS_PLOT (a PNG in the container; - for none) comes back
 # base64-encoded in the result, for the operator's copy.
 # Usage: deepspeed-launch.sh CONTAINER WORKDIR RUN_DIR MODE(wait|background) STALL_TIMEOUT LOSS_PLOT -- DEEPSPEED_ARGV...
@@ -9,7 +9,6 @@ set -euo pipefail
 container=$1 workdir=$2 run_dir=$3 mode=$4 stall_timeout=$5 loss_plot=$6
 shift 7  # CONTAINER WORKDIR RUN_DIR MODE STALL_TIMEOUT LOSS_PLOT --
 
-docker exec -i "$container" tar -x -o -C /  # .deepspeed_env into root's home
 log="$run_dir/train.log"
 status="$run_dir/status"
 flags=(--workdir "$workdir" --log "$log" --status "$status" --hostfile "$run_dir/hostfile" --stall-timeout "$stall_timeout")

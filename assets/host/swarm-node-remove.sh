@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On the manager: forget a node that left (its entry stays "down" otherwise).
-# Usage: swarm-node-remove.sh NODE_HOSTNAME
+# Usage: swarm-node-remove.sh NODE_ID
 set -euo pipefail
 node=$1
 if [[ "$(docker info --format '{{.Swarm.ControlAvailable}}')" != true ]]; then

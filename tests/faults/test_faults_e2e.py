@@ -107,6 +107,9 @@ def test_a_worker_host_down_during_up_fails_naming_it_and_the_next_up_converges(
     assert code != 0, "up must fail while a host is down"
     assert re.search(r"server2: .*cannot reach server2 \(10\.0\.18\.2:22\) over SSH", output), output[-3000:]
     assert failed_after < 120, f"the failure came within a bounded time, not after {failed_after} s"
+    assert "Traceback" not in output and "KeyboardInterrupt" not in output, output[-3000:]
+    diagnostics = output[output.index("Diagnostics:") : output.index("Resources:", output.index("Diagnostics:"))]
+    assert len(diagnostics.splitlines()) <= 15, f"the failure reads in a few lines:\n{diagnostics}"
     # The claims come first: the host that answered was not changed beyond its claim.
     assert on_host("server1", "docker", "info", "--format", "{{.Swarm.LocalNodeState}}").strip() == "inactive"
     assert on_host("server1", "docker", "ps", "--all", "--quiet").strip() == "", "no container was started on server1"
@@ -187,6 +190,99 @@ def test_a_stopped_container_is_seen_by_refresh_and_started_again_with_the_mesh(
     assert networks[NETWORK]["IPAddress"] == before["NetworkSettings"]["Networks"][NETWORK]["IPAddress"]  # type: ignore[index]
     assert manager_logs_in_to("server2"), "the mesh ran again: the container's keys are trusted"
     assert_trained_across_both(stack)
+    stack.pulumi("preview", "--expect-no-changes")
+
+
+RUN_FILES = (
+    ("server1", "/opt/dslab/run/hostfile"),
+    ("server2", "/opt/dslab/run/hostfile"),
+    ("server2", "/opt/dslab/run/ds_config.json"),
+    ("server1", "/root/.deepspeed_env"),
+    ("server1", "/root/.ssh/known_hosts"),
+    ("server2", "/root/.ssh/authorized_keys"),
+)
+
+
+def placed_files() -> dict[tuple[str, str], str]:
+    return {(host, path): in_container(host, "cat", path) for host, path in RUN_FILES}
+
+
+def test_files_changed_inside_containers_are_put_back_by_a_plain_up_without_training_again(stack: Stack) -> None:
+    before = placed_files()
+    log = training_log()
+    in_container("server2", "rm", "/opt/dslab/run/hostfile")
+    in_container("server2", "sh", "-c", "echo '{}' > /opt/dslab/run/ds_config.json")
+    in_container("server1", "rm", "/root/.deepspeed_env")
+    in_container("server2", "truncate", "--size=0", "/root/.ssh/authorized_keys")
+    assert not manager_logs_in_to("server2"), "the cluster is broken: server2 trusts nobody"
+
+    changed = stack.preview_changes()
+    assert {name: step["op"] for name, step in changed.items()} == {
+        "lab-training-server1-files": "update",
+        "lab-training-server2-files": "update",
+        "lab-mesh-server2-trust": "update",
+        "lab-mesh-reach": "replace",
+    }, "put back in place, the ssh check run again, nothing else"
+    started = time.monotonic()
+    up(stack)
+    timed("files changed inside containers", "plain up", started)
+    assert placed_files() == before
+    assert manager_logs_in_to("server2")
+    assert training_log() == log, "putting files back is not a reason to train again"
+    stack.pulumi("preview", "--expect-no-changes")
+
+
+def test_keys_removed_inside_a_container_are_made_again_and_trusted_by_a_plain_up(stack: Stack) -> None:
+    host_key = in_container("server2", "cat", "/etc/ssh/ssh_host_ed25519_key.pub")
+    user_key = in_container("server2", "cat", "/root/.ssh/id_ed25519.pub")
+    in_container("server2", "rm", "/root/.ssh/id_ed25519", "/etc/ssh/ssh_host_ed25519_key")
+    started = time.monotonic()
+    up(stack)
+    timed("keys removed inside a container", "plain up", started)
+    assert in_container("server2", "cat", "/etc/ssh/ssh_host_ed25519_key.pub") != host_key
+    assert in_container("server2", "cat", "/root/.ssh/id_ed25519.pub") != user_key
+    assert manager_logs_in_to("server2"), "the manager trusts server2's new host key, strictly"
+    back = in_container("server2", "ssh", "-o", "StrictHostKeyChecking=yes", "server1", "hostname", check=False)
+    assert back.strip() == "server1", "server1 takes server2's new user key"
+    assert_trained_across_both(stack)
+    stack.pulumi("preview", "--expect-no-changes")
+
+
+def test_sshd_killed_inside_a_container_comes_back_and_a_plain_up_has_nothing_to_change(stack: Stack) -> None:
+    before = container("server2")["Id"]
+    in_container("server2", "kill", "1")  # sshd is the container's PID 1
+    started = time.monotonic()
+    wait_for_sshd("server2")
+    timed("sshd killed inside a container", "back by the restart policy", started)
+    assert container("server2")["Id"] == before, "the same container, started again"
+    up_output = stack.pulumi("up", "--yes", "--expect-no-changes")
+    LOGS.append(up_output)
+    assert manager_logs_in_to("server2")
+
+
+def swarm_state(host: str) -> str:
+    return on_host(host, "docker", "info", "--format", "{{.Swarm.LocalNodeState}}").strip()
+
+
+def test_a_worker_that_left_the_swarm_is_joined_again_by_a_plain_up(stack: Stack) -> None:
+    on_host("server2", "docker", "swarm", "leave", "--force")
+    assert swarm_state("server2") == "inactive"
+    started = time.monotonic()
+    up(stack)
+    timed("worker left the swarm", "plain up", started)
+    assert swarm_state("server2") == "active"
+    nodes = on_host("server1", "docker", "node", "ls", "--format", "{{.Hostname}} {{.Status}}").split("\n")
+    assert sorted(line for line in nodes if line) == ["server1 Ready", "server2 Ready"], "no node left behind as Down"
+    assert manager_logs_in_to("server2")
+    assert_trained_across_both(stack)
+    stack.pulumi("preview", "--expect-no-changes")
+
+
+def test_a_claim_removed_from_a_host_is_made_again_by_a_plain_up(stack: Stack) -> None:
+    on_host("server2", "docker", "volume", "rm", "dslab-claim")
+    up(stack)
+    claim = inspect("server2", "volume", "dslab-claim")
+    assert claim is not None and claim["Labels"]["dslab.owner"].endswith(f"/{STACK}"), claim
     stack.pulumi("preview", "--expect-no-changes")
 
 

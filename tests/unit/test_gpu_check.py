@@ -90,15 +90,15 @@ def test_what_the_check_runs_is_what_the_program_places_in_the_manager_container
         placed = mocks.resources["lab-training-gpu1-files"].inputs["stdin_archive"]
         launch = mocks.resources["lab-training-run"].inputs
         preflight = mocks.resources["lab-training-preflight-check"].inputs
-        assert placed["ds_config.json"]["content"] == local.ds_config
-        assert placed["dataset_info.json"]["content"] == local.dataset_info
+        assert placed["opt/dslab/run/ds_config.json"]["content"] == local.ds_config
+        assert placed["opt/dslab/run/dataset_info.json"]["content"] == local.dataset_info
         # The mock container found its overlay interface as eth0; the GPU machine's is found the same way.
-        assert launch["stdin_archive"]["root/.deepspeed_env"]["content"] == run_deepspeed_env(config, "eth0")
+        assert placed["root/.deepspeed_env"]["content"] == run_deepspeed_env(config, "eth0")
         program_argv = after_dashes(launch["create"]["args"])
         program_preflight = after_dashes(preflight["create"]["args"])
         assert local.argv == ("deepspeed", "--no_ssh_check", *program_argv[1:])
         assert local.preflight_argv == ("deepspeed", "--no_ssh_check", *program_preflight[1:])
-        assert placed["hostfile"]["content"] == "gpu1 slots=1\n"
+        assert placed["opt/dslab/run/hostfile"]["content"] == "gpu1 slots=1\n"
         assert local.hostfile == "localhost slots=8\n", "this machine, one rank per GPU"
 
     return pulumi.Output.all(lab.container_ips, lab.launch.status, lab.launch.resource.urn).apply(check)

@@ -158,6 +158,20 @@ def test_containers_wait_for_the_network_their_image_and_their_swarm_join(mocks:
 
 
 @pulumi.runtime.test
+def test_each_container_names_its_hosts_swarm_node_so_a_host_that_joins_again_gets_a_new_one(
+    mocks: RecordingMocks,
+) -> Any:
+    lab = build_dev_lab()
+
+    def check(_: Any) -> None:
+        for host, node in (("server1", "manager-node"), ("server2", "lab-swarm-server2-join-node")):
+            labels = {label["label"]: label["value"] for label in mocks.resources[f"{host}-llm"].inputs["labels"]}
+            assert labels["dslab.swarm-node"] == node, "labels replace a container: a new node, a new container"
+
+    return everything_registered(lab).apply(check)
+
+
+@pulumi.runtime.test
 def test_the_preflight_runs_before_training_and_again_whenever_training_does(mocks: RecordingMocks) -> Any:
     lab = build_dev_lab()
 
