@@ -14,18 +14,18 @@ export DSLAB_SOURCE_MIRROR := $(abspath ../shared/third_party)
 endif
 endif
 
-.PHONY: help venv dev-tools engine toolchain lab-up lab-down lab-status demo demo-down demo-purge test test-unit test-e2e test-faults check bench
+.PHONY: help venv dev-tools engine toolchain hosts-up hosts-down hosts-status demo demo-down demo-purge test test-unit test-e2e test-faults check bench
 
 help:
-	@echo "make demo        start the 2-host simulated lab and run 'pulumi up' on the dev stack"
-	@echo "make demo-down   'pulumi destroy' the dev stack and stop the lab"
-	@echo "make demo-purge  then remove the lab's images, ~/.cache/dslab and the engine it started"
+	@echo "make demo        start 2 simulated hosts and run 'pulumi up' on the dev stack"
+	@echo "make demo-down   'pulumi destroy' the dev stack and stop the simulator"
+	@echo "make demo-purge  then remove the simulator's images, ~/.cache/dslab and the engine it started"
 	@echo "make test        install everything and run the whole test suite (unit and e2e)"
 	@echo "make test-unit   the fast tests only (no engine needed)"
-	@echo "make test-faults the fault, drift and secrets scenarios on the lab (docs/reliability.md)"
-	@echo "make bench       measure lifecycle and network on the lab (bench/results.json; BENCH_ARGS=--help)"
+	@echo "make test-faults the fault, drift and secrets scenarios on the simulator (docs/reliability.md)"
+	@echo "make bench       measure lifecycle and network on the simulator (bench/results.json; BENCH_ARGS=--help)"
 	@echo "make toolchain   build or reuse the Pulumi CLI, language host and plugins"
-	@echo "make lab-up      start the simulated lab (HOSTS=$(HOSTS)); lab-down, lab-status"
+	@echo "make hosts-up    start the simulated hosts (HOSTS=$(HOSTS)); hosts-down, hosts-status"
 
 venv: .venv/.installed
 
@@ -35,7 +35,7 @@ venv: .venv/.installed
 	touch $@
 
 engine:
-	bash lab/engine.sh
+	bash simhosts/engine.sh
 
 # Linters the tests run besides ruff and mypy (from the venv).
 dev-tools:
@@ -44,32 +44,32 @@ dev-tools:
 toolchain: venv
 	bash toolchain/install.sh
 
-lab-up: venv
-	$(PY) -m lab up --hosts $(HOSTS)
+hosts-up: venv
+	$(PY) -m simhosts up --hosts $(HOSTS)
 
-lab-down: venv
-	$(PY) -m lab down
+hosts-down: venv
+	$(PY) -m simhosts down
 
-lab-status: venv
-	$(PY) -m lab status
+hosts-status: venv
+	$(PY) -m simhosts status
 
-demo: toolchain lab-up
+demo: toolchain hosts-up
 	$(PY) -m components.validate Pulumi.$(STACK).yaml
 	$(PULUMI) stack select --create $(STACK)
 	$(PULUMI) up --yes --stack $(STACK)
 	@$(PULUMI) stack output --stack $(STACK)
 	@echo
 	@echo "Look around:  source toolchain/env.sh && pulumi stack output shell_command --stack $(STACK)"
-	@echo "              ssh -F .lab/ssh_config server1 docker ps"
+	@echo "              ssh -F .simhosts/ssh_config server1 docker ps"
 	@echo "Tear down:    make demo-down"
 
 demo-down: toolchain
 	$(PULUMI) destroy --yes --stack $(STACK)
-	$(PY) -m lab down
+	$(PY) -m simhosts down
 
-# After demo-down: the lab's images, ~/.cache/dslab and the engine lab/engine.sh started.
+# After demo-down: the simulator's images, ~/.cache/dslab and the engine simhosts/engine.sh started.
 demo-purge:
-	bash lab/purge.sh
+	bash simhosts/purge.sh
 
 check: venv
 	$(PY) -m ruff check .

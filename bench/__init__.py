@@ -1,1 +1,1 @@
-"""`make bench`: the lifecycle and the training network, measured on the simulated lab."""
+"""`make bench`: the lifecycle and the training network, measured on the simulated hosts."""

@@ -1,6 +1,6 @@
 """`python -m bench [--runs N] [--hosts 2,4,8] [--distribution-hosts 2] [--only PART,...]`
 
-Measures on the simulated lab (it brings up as many hosts as each part needs) and writes
+Measures on the simulated hosts (it brings up as many hosts as each part needs) and writes
 bench/results.json and bench/results.png. Parts: floor, steady, cold, distribution, allreduce.
 A part left out keeps its figures from the previous results.json, so parts can be rerun alone.
 """
@@ -83,7 +83,7 @@ def main() -> None:
             save(results, path)
     results["machine"] = {"cpus": os.cpu_count(), "platform": platform.platform()}
     results["runs"] = args.runs
-    lifecycle.lab_up(2)
+    lifecycle.hosts_up(2)
     report.write(results, HERE)
     print(f"bench: done in {time.monotonic() - started:.0f} s; bench/results.json, bench/results.png", flush=True)
 

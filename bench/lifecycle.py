@@ -1,4 +1,4 @@
-"""Timings of the stack's lifecycle on the simulated lab, each beside its floor.
+"""Timings of the stack's lifecycle on the simulated hosts, each beside its floor.
 
 - cold `pulumi up` (claims, swarm, overlay, image, containers, SSH mesh; no training) against
   floor-up.sh doing the same steps by hand, as parallel as a shell script gets;
@@ -33,14 +33,14 @@ from components.config import load_stack_file
 from components.container_spec import container_spec, docker_run_args
 from components.overlay_network import driver_mtu_option
 from components.remote_script import archive_bytes
-from tests.support.pulumi_cli import REPO, PulumiCli
-from tests.support.stack_project import Stack, project_copy
+from harness.pulumi_cli import REPO, PulumiCli
+from harness.stack_project import Stack, project_copy
 
 STACK = "bench"
 FLOOR_UP = REPO / "bench" / "floor-up.sh"
 FLOOR_DOWN = REPO / "bench" / "floor-down.sh"
-LAB_CONFIG = REPO / ".lab" / "stack-config.yaml"
-SSH_CONFIG = REPO / ".lab" / "ssh_config"
+LAB_CONFIG = REPO / ".simhosts" / "stack-config.yaml"
+SSH_CONFIG = REPO / ".simhosts" / "ssh_config"
 
 
 def log(message: str) -> None:
@@ -68,12 +68,12 @@ def median(values: list[float]) -> float:
     return round(statistics.median(values), 3)
 
 
-def lab_up(hosts: int) -> None:
-    subprocess.run([str(REPO / ".venv" / "bin" / "python"), "-m", "lab", "up", "--hosts", str(hosts)], cwd=REPO, check=True)
+def hosts_up(hosts: int) -> None:
+    subprocess.run([str(REPO / ".venv" / "bin" / "python"), "-m", "simhosts", "up", "--hosts", str(hosts)], cwd=REPO, check=True)
 
 
 class BenchStack(Stack):
-    """The dev stack's configuration on the lab's current hosts, in a project copy of its own."""
+    """The dev stack's configuration on the simulator's current hosts, in a project copy of its own."""
 
     def __init__(self, work: Path) -> None:
         cli = PulumiCli(project_dir=project_copy(work, (STACK,)), state_dir=work / "state")
@@ -135,7 +135,7 @@ class Floor:
             (self.args_dir / f"{host.name}.args").write_bytes(b"".join(arg.encode() + b"\0" for arg in args))
         self.hosts = [f"{host.name}={host.address}" for host in config.hosts_manager_first]
         self.names = [host.name for host in config.hosts_manager_first]
-        # The lab hosts' interfaces are 1500: the driver option pulumi derives for them.
+        # The simulator hosts' interfaces are 1500: the driver option pulumi derives for them.
         self.mtu = str(driver_mtu_option(config.network.mtu) if config.network.mtu else 1500)
 
     def up(self) -> None:
@@ -161,7 +161,7 @@ def manager_tag(stack: BenchStack) -> str:
 def keep_build_cache(stack: BenchStack) -> None:
     """Build the image once and tag it on the manager under a name neither destroy removes.
 
-    The lab engines have the classic builder: its layer cache is the image's own parent chain,
+    The simulator engines have the classic builder: its layer cache is the image's own parent chain,
     which goes with the image on `pulumi destroy`. With the anchor the manager's later builds,
     the tool's and the floor's alike, are cache hits, so a cold up times the orchestration,
     not ~4 minutes of apt and pip on 2 cores. The anchor stays for later parts and runs."""
@@ -190,7 +190,7 @@ def longest_ship(output: str) -> float:
 def cold_up_against_floor(hosts: int, runs: int, warm_up: bool) -> dict[str, Any]:
     """Median cold `pulumi up` and floor-up.sh on `hosts` hosts, on bare hosts but with the
     manager's build cache warm (keep_build_cache); one more discarded round first when `warm_up`."""
-    lab_up(hosts)
+    hosts_up(hosts)
     with bench_stack() as stack:
         floor = Floor(stack, stack.cli.state_dir.parent)
         keep_build_cache(stack)
@@ -223,8 +223,8 @@ def distribution(hosts: int, runs: int, cold_builds: bool) -> dict[str, Any]:
     """Cold up with `image.distribution: build-once` (the manager builds from its warm cache
     and ships to every worker) against `every-host` (every host builds): with every host's
     build cache warm (a redeploy) and, when `cold_builds`, once with the workers' caches
-    empty (new hosts: each worker builds from nothing, all at once on this lab's 2 cores)."""
-    lab_up(hosts)
+    empty (new hosts: each worker builds from nothing, all at once on the simulator's 2 cores)."""
+    hosts_up(hosts)
     result: dict[str, Any] = {"hosts": hosts}
     with bench_stack() as stack:
         keep_build_cache(stack)
@@ -284,7 +284,7 @@ def steady_state(runs: int, noop_runs: int) -> dict[str, Any]:
     """No-op preview and up on the unchanged 2-host stack, each beside the empty program's
     preview (alternating, so drift on a noisy machine hits both alike), and a
     training-argument change."""
-    lab_up(2)
+    hosts_up(2)
     # Python keeps a program's bytecode itself after its first run, unless bytecode writing is
     # off (this machine sets PYTHONDONTWRITEBYTECODE): measure what a user's later runs read.
     compileall.compile_dir(REPO / "components", quiet=1)

@@ -1,4 +1,4 @@
-"""All-reduce bandwidth between two hosts of the lab, three ways, with the same program
+"""All-reduce bandwidth between two hosts of the simulator, three ways, with the same program
 (assets/allreduce_bench.py, gloo on CPU): between the training containers over the overlay,
 between the containers on the hosts' network (network.mode host), and between bare
 processes on the hosts (the image's files run with chroot, no container: bare-rootfs.sh).
@@ -12,8 +12,8 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from bench.lifecycle import BenchStack, bench_stack, lab_up, log, on_host
-from tests.support.pulumi_cli import REPO
+from bench.lifecycle import BenchStack, bench_stack, hosts_up, log, on_host
+from harness.pulumi_cli import REPO
 
 SIZES_MB = (1, 4, 16, 64, 256)
 BARE_ROOTFS = REPO / "bench" / "bare-rootfs.sh"
@@ -70,7 +70,7 @@ def medians(results: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def allreduce_three_ways(runs: int) -> dict[str, Any]:
-    lab_up(2)
+    hosts_up(2)
     found: dict[str, list[dict[str, Any]]] = {"overlay": [], "host": [], "bare": []}
     with bench_stack() as stack:
         stack.up()
@@ -97,8 +97,8 @@ def allreduce_three_ways(runs: int) -> dict[str, Any]:
                 on_host(host, ["bash", "-s", "--", "remove"], stdin=script)
     # After the bare runs (their chroot mounts /sys and /dev), overlays on these hosts carried
     # nothing any more ("No route to host") until the hosts were made again: make them again.
-    subprocess.run([str(REPO / ".venv" / "bin" / "python"), "-m", "lab", "down"], cwd=REPO, check=True)
-    lab_up(2)
+    subprocess.run([str(REPO / ".venv" / "bin" / "python"), "-m", "simhosts", "down"], cwd=REPO, check=True)
+    hosts_up(2)
     return {mode: medians(results) for mode, results in found.items()}
 
 

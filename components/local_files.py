@@ -1,5 +1,5 @@
 """The operator's files a stack names (key, known_hosts, CA bundle, wheelhouse) must exist
-before `pulumi up` touches any host; `validate` can run before they do (e.g. before `make lab-up`)."""
+before `pulumi up` touches any host; `validate` can run before they do (e.g. before `make hosts-up`)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
-"""Hands pytest's terminal to tests.support.progress, for progress lines of long steps."""
+"""Hands pytest's terminal to harness.progress, for progress lines of long steps."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.support import progress
+from harness import progress
 
 
 @pytest.hookimpl(trylast=True)

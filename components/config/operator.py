@@ -14,7 +14,7 @@ class OperatorConfig(FrozenModel):
     private_key_path: str | None = Field(
         default=None,
         description="Operator's private key file, relative to the project directory or absolute.",
-        examples=[".lab/operator_ed25519"],
+        examples=[".simhosts/operator_ed25519"],
     )
     private_key: Secret | None = Field(
         default=None,
@@ -26,7 +26,7 @@ class OperatorConfig(FrozenModel):
             "known_hosts file holding every host's key; strict host key checking is always "
             "on. Default ~/.ssh/known_hosts."
         ),
-        examples=[".lab/known_hosts"],
+        examples=[".simhosts/known_hosts"],
     )
 
     @model_validator(mode="after")

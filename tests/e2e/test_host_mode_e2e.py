@@ -12,9 +12,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.lab_hosts import inspect, lab_up, on_host
-from tests.support.pulumi_cli import PulumiCli, ensure_toolchain
-from tests.support.stack_project import Stack, project_copy
+from tests.support.sim_hosts import inspect, hosts_up, on_host
+from harness.pulumi_cli import PulumiCli, ensure_toolchain
+from harness.stack_project import Stack, project_copy
 
 pytestmark = [pytest.mark.e2e, pytest.mark.program]
 
@@ -25,7 +25,7 @@ STACK = "hostmode"
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     ensure_toolchain()
-    lab_up(len(HOSTS))
+    hosts_up(len(HOSTS))
     work = tmp_path_factory.mktemp("host-mode-e2e")
     cli = PulumiCli(project_dir=project_copy(work, (STACK,)), state_dir=work / "state")
     cli.run("stack", "init", STACK)

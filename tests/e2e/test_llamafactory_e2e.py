@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.lab_hosts import SSH_CONFIG, lab_up, on_host
-from tests.support.pulumi_cli import PulumiCli, ensure_toolchain
-from tests.support.stack_project import Stack, project_copy
+from tests.support.sim_hosts import SSH_CONFIG, hosts_up, on_host
+from harness.pulumi_cli import PulumiCli, ensure_toolchain
+from harness.stack_project import Stack, project_copy
 from tests.support.tiny_llamafactory import DATASETS, INPUTS, MODEL, OUTPUT_DIR, TINY_LORA_SFT
 
 pytestmark = [pytest.mark.e2e, pytest.mark.program]
@@ -41,7 +41,7 @@ def in_manager(*command: str, check: bool = True) -> str:
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     ensure_toolchain()
-    lab_up(len(HOSTS))
+    hosts_up(len(HOSTS))
     for host in HOSTS:
         on_host(host, "rm", "-rf", INPUTS)
     work = tmp_path_factory.mktemp("llamafactory-e2e")

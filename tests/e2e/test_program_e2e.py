@@ -15,9 +15,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.lab_hosts import inspect, lab_fault, lab_up, on_host, wait_for_sshd
-from tests.support.pulumi_cli import REPO, PulumiCli, ensure_toolchain
-from tests.support.stack_project import Stack, project_copy
+from tests.support.sim_hosts import inspect, host_fault, hosts_up, on_host, wait_for_sshd
+from harness.pulumi_cli import REPO, PulumiCli, ensure_toolchain
+from harness.stack_project import Stack, project_copy
 
 pytestmark = [pytest.mark.e2e, pytest.mark.program]
 
@@ -28,7 +28,7 @@ STACK = "dev"
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     ensure_toolchain()
-    lab_up(len(HOSTS))
+    hosts_up(len(HOSTS))
     work = tmp_path_factory.mktemp("program-e2e")
     cli = PulumiCli(project_dir=project_copy(work, (STACK,)), state_dir=work / "state")
     cli.run("stack", "init", STACK)
@@ -106,7 +106,7 @@ def test_a_refresh_finds_the_hosts_as_the_stack_says(stack: Stack) -> None:
 
 def test_the_join_token_and_private_keys_appear_nowhere_in_plaintext(stack: Stack) -> None:
     token = on_host("server1", "docker", "swarm", "join-token", "--quiet", "worker").strip()
-    operator_key = (REPO / ".lab" / "operator_ed25519").read_text().strip().splitlines()[1]
+    operator_key = (REPO / ".simhosts" / "operator_ed25519").read_text().strip().splitlines()[1]
     state = stack.cli.run("stack", "export", "--stack", STACK).stdout
     outputs = json.dumps(stack.outputs())
     for where, text in {"the state": state, "the outputs": outputs, "the up log": LOGS["up"]}.items():
@@ -138,8 +138,8 @@ def test_a_container_deleted_behind_our_back_is_made_again_by_a_plain_up_with_ne
 def test_a_restarted_engine_brings_the_container_back_as_it_was(stack: Stack) -> None:
     before = inspect("server2", "container", "llm")
     assert before is not None
-    lab_fault("engine-stop", "server2")
-    lab_fault("engine-start", "server2")
+    host_fault("engine-stop", "server2")
+    host_fault("engine-start", "server2")
 
     after = inspect("server2", "container", "llm")
     assert after is not None and after["Id"] == before["Id"], "the restart policy brought the same container back"

@@ -17,9 +17,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.lab_hosts import inspect, lab_fault, lab_up, on_host, wait_for_sshd
-from tests.support.pulumi_cli import REPO, PulumiCli, ensure_toolchain
-from tests.support.stack_project import Stack, project_copy
+from tests.support.sim_hosts import inspect, host_fault, hosts_up, on_host, wait_for_sshd
+from harness.pulumi_cli import REPO, PulumiCli, ensure_toolchain
+from harness.stack_project import Stack, project_copy
 from tests.support.wire import Capture, host_link
 
 pytestmark = [pytest.mark.e2e, pytest.mark.faults]
@@ -40,15 +40,15 @@ LOGS: list[str] = []
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     ensure_toolchain()
-    lab_up(len(HOSTS))
+    hosts_up(len(HOSTS))
     work = tmp_path_factory.mktemp("faults-e2e")
     cli = PulumiCli(project_dir=project_copy(work, (STACK, INTRUDER)), state_dir=work / "state")
     cli.run("stack", "init", STACK)
     yield Stack(cli, STACK)
     # Whatever a failed scenario left: hosts powered and connected, then nothing of ours.
     for host in HOSTS:
-        lab_fault("network-restore", host, check=False)
-    lab_up(len(HOSTS))
+        host_fault("network-restore", host, check=False)
+    hosts_up(len(HOSTS))
     cli.run("destroy", "--yes", "--stack", STACK, check=False)
     REPORT.parent.mkdir(parents=True, exist_ok=True)
     REPORT.write_text(json.dumps(TIMINGS, indent=2) + "\n")
@@ -99,7 +99,7 @@ def assert_trained_across_both(stack: Stack) -> None:
 
 
 def test_a_worker_host_down_during_up_fails_naming_it_and_the_next_up_converges(stack: Stack) -> None:
-    lab_fault("host-stop", "server2")
+    host_fault("host-stop", "server2")
     started = time.monotonic()
     code, output = attempt(stack, "up", "--yes")
     failed_after = timed("worker host down during up", "failed after", started)
@@ -114,7 +114,7 @@ def test_a_worker_host_down_during_up_fails_naming_it_and_the_next_up_converges(
     assert on_host("server1", "docker", "info", "--format", "{{.Swarm.LocalNodeState}}").strip() == "inactive"
     assert on_host("server1", "docker", "ps", "--all", "--quiet").strip() == "", "no container was started on server1"
 
-    lab_fault("host-start", "server2")
+    host_fault("host-start", "server2")
     started = time.monotonic()
     up(stack)
     timed("worker host down during up", "next up converged in", started)
@@ -123,7 +123,7 @@ def test_a_worker_host_down_during_up_fails_naming_it_and_the_next_up_converges(
 
 
 def test_key_files_are_private_sshd_takes_keys_only_and_publishes_no_port(stack: Stack) -> None:
-    operator_key = REPO / ".lab" / "operator_ed25519"
+    operator_key = REPO / ".simhosts" / "operator_ed25519"
     assert operator_key.stat().st_mode & 0o777 == 0o600, "the operator's key file is 0600"
     for host in HOSTS:
         modes = in_container(
@@ -147,7 +147,7 @@ def test_key_files_are_private_sshd_takes_keys_only_and_publishes_no_port(stack:
 
     # A client without the key is turned away, and sshd offers it nothing but keys.
     denied = subprocess.run(
-        ["ssh", "-F", str(REPO / ".lab" / "ssh_config"), "server1", "docker", "exec", CONTAINER, "ssh",
+        ["ssh", "-F", str(REPO / ".simhosts" / "ssh_config"), "server1", "docker", "exec", CONTAINER, "ssh",
          "-o", "IdentityFile=/dev/null", "-o", "IdentitiesOnly=yes", "server2", "true"],
         capture_output=True, text=True, check=False, timeout=60,
     )  # fmt: skip
@@ -158,7 +158,7 @@ def test_no_join_token_or_private_key_appears_in_state_outputs_or_logs(stack: St
     secrets = {
         "the worker join token": on_host("server1", "docker", "swarm", "join-token", "--quiet", "worker").strip(),
         "the manager join token": on_host("server1", "docker", "swarm", "join-token", "--quiet", "manager").strip(),
-        "the operator's key": (REPO / ".lab" / "operator_ed25519").read_text().splitlines()[1],
+        "the operator's key": (REPO / ".simhosts" / "operator_ed25519").read_text().splitlines()[1],
     }
     for host in HOSTS:
         secrets[f"{host}'s container key"] = in_container(host, "sed", "-n", "2p", "/root/.ssh/id_ed25519").strip()
@@ -289,8 +289,8 @@ def test_a_claim_removed_from_a_host_is_made_again_by_a_plain_up(stack: Stack) -
 def test_after_an_engine_restart_training_relaunches_and_nothing_else_changes(stack: Stack) -> None:
     before = {host: container(host)["Id"] for host in HOSTS}
     started = time.monotonic()
-    lab_fault("engine-stop", "server2")
-    lab_fault("engine-start", "server2")
+    host_fault("engine-stop", "server2")
+    host_fault("engine-start", "server2")
     wait_for_sshd("server2")
     timed("engine restart", "container back with sshd in", started)
     assert {host: container(host)["Id"] for host in HOSTS} == before, "the restart policy brought the same containers back"
@@ -327,7 +327,7 @@ def test_a_second_stack_on_the_same_hosts_is_refused_naming_the_first(stack: Sta
 def ipsec_works_on(host: str) -> bool:
     probe = (REPO / "assets" / "host" / "ipsec-check.sh").read_text()
     return subprocess.run(
-        ["ssh", "-F", str(REPO / ".lab" / "ssh_config"), host, "bash", "-s"],
+        ["ssh", "-F", str(REPO / ".simhosts" / "ssh_config"), host, "bash", "-s"],
         input=probe, capture_output=True, text=True, check=False, timeout=60,
     ).returncode == 0  # fmt: skip
 
@@ -432,14 +432,14 @@ def test_a_network_cut_during_training_fails_up_within_a_bounded_time(stack: Sta
         ):
             assert running.poll() is None and time.monotonic() < deadline, "training did not start"
             time.sleep(2)
-        lab_fault("network-cut", "server2")
+        host_fault("network-cut", "server2")
         started = time.monotonic()
         output, _ = running.communicate(timeout=600)
         failed_after = timed("network cut during training (wait mode)", "up failed after", started)
     finally:
         if running.poll() is None:
             running.kill()
-        lab_fault("network-restore", "server2")
+        host_fault("network-restore", "server2")
     LOGS.append(output)
 
     assert running.returncode != 0
@@ -455,7 +455,7 @@ def test_a_network_cut_during_training_fails_up_within_a_bounded_time(stack: Sta
 
 
 def test_destroy_with_a_host_unreachable_fails_clearly_then_finishes_and_leaves_nothing(stack: Stack) -> None:
-    lab_fault("host-stop", "server2")
+    host_fault("host-stop", "server2")
     try:
         started = time.monotonic()
         code, output = attempt(stack, "destroy", "--yes")
@@ -464,7 +464,7 @@ def test_destroy_with_a_host_unreachable_fails_clearly_then_finishes_and_leaves_
         assert "cannot reach server2 (10.0.18.2:22) over SSH" in output, output[-3000:]
         assert failed_after < 180, f"destroy failed within a bounded time, not after {failed_after} s"
     finally:
-        lab_fault("host-start", "server2")
+        host_fault("host-start", "server2")
 
     started = time.monotonic()
     stack.pulumi("destroy", "--yes")

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.support.pulumi_cli import REPO
+from harness.pulumi_cli import REPO
 
 
 def run_validate(path: Path) -> subprocess.CompletedProcess[str]:

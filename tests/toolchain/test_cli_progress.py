@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import progress, pulumi_cli
-from tests.support.pulumi_cli import PulumiCli, ensure_toolchain
+from harness import progress, pulumi_cli
+from harness.pulumi_cli import PulumiCli, ensure_toolchain
 
 pytestmark = [pytest.mark.e2e, pytest.mark.toolchain]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.pulumi_cli import REPO, PulumiCli, ensure_toolchain
+from harness.pulumi_cli import REPO, PulumiCli, ensure_toolchain
 
 pytestmark = [pytest.mark.e2e, pytest.mark.toolchain]
 

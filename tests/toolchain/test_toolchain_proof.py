@@ -1,4 +1,4 @@
-"""The built toolchain with the official providers on the simulated lab: per host a
+"""The built toolchain with the official providers on the simulated hosts: per host a
 `docker.Provider` over `ssh://` with strict host keys, a network and a container, and a
 `command.remote.Command` that checks the host key. Up, a no-change preview, a container
 deleted behind our back, a wrong host key, destroy: each read from the hosts themselves."""
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.support.lab_hosts import inspect, lab_up, on_host
-from tests.support.pulumi_cli import REPO, PulumiCli, ensure_toolchain
+from tests.support.sim_hosts import inspect, hosts_up, on_host
+from harness.pulumi_cli import REPO, PulumiCli, ensure_toolchain
 
 pytestmark = [pytest.mark.e2e, pytest.mark.toolchain]
 
@@ -42,16 +42,16 @@ class Proof:
 @pytest.fixture
 def proof(tmp_path: Path) -> Iterator[Proof]:
     ensure_toolchain()
-    lab_up(len(HOSTS))
+    hosts_up(len(HOSTS))
     project = tmp_path / "project"
     shutil.copytree(REPO / "tests" / "toolchain" / "project", project)
     known_hosts = tmp_path / "known_hosts"
-    shutil.copy(REPO / ".lab" / "known_hosts", known_hosts)
+    shutil.copy(REPO / ".simhosts" / "known_hosts", known_hosts)
     prefix = f"dslab-proof-{uuid.uuid4().hex[:6]}"
     config = {
         "prefix": prefix,
         "hosts": [{"name": name, "address": address} for name, address in HOSTS.items()],
-        "private_key_path": str(REPO / ".lab" / "operator_ed25519"),
+        "private_key_path": str(REPO / ".simhosts" / "operator_ed25519"),
         "known_hosts_path": str(known_hosts),
     }
     (project / f"Pulumi.{STACK}.yaml").write_text(
@@ -63,7 +63,7 @@ def proof(tmp_path: Path) -> Iterator[Proof]:
     proof = Proof(PulumiCli(project_dir=project, state_dir=tmp_path / "state"), prefix, known_hosts)
     proof.cli.run("stack", "init", STACK)
     yield proof
-    shutil.copy(REPO / ".lab" / "known_hosts", known_hosts)
+    shutil.copy(REPO / ".simhosts" / "known_hosts", known_hosts)
     proof.run("destroy", "--yes", "--refresh", check=False)
 
 

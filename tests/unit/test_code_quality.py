@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.pulumi_cli import REPO
+from harness.pulumi_cli import REPO
 
 
 def test_ruff_finds_nothing() -> None:
@@ -23,14 +23,14 @@ def test_mypy_finds_nothing() -> None:
 
 
 def shell_scripts() -> list[Path]:
-    folders = ("assets", "lab/assets", "toolchain", "tests/toolchain")
+    folders = ("assets", "simhosts/assets", "toolchain", "tests/toolchain")
     return sorted(path for folder in folders for path in (REPO / folder).rglob("*.sh"))
 
 
 @pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck not installed (make test installs it)")
 def test_shellcheck_finds_nothing_in_any_script() -> None:
     result = subprocess.run(
-        ["shellcheck", "-x", "--severity=warning", *map(str, shell_scripts()), str(REPO / "lab" / "engine.sh"), str(REPO / ".ci" / "run")],
+        ["shellcheck", "-x", "--severity=warning", *map(str, shell_scripts()), str(REPO / "simhosts" / "engine.sh"), str(REPO / ".ci" / "run")],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -18,7 +18,7 @@ def lab(**sections: Any) -> dict[str, Any]:
                 {"name": "server1", "address": "10.0.18.1", "role": "manager"},
                 {"name": "server2", "address": "10.0.18.2"},
             ],
-            "operator": {"private_key_path": ".lab/operator_ed25519"},
+            "operator": {"private_key_path": ".simhosts/operator_ed25519"},
             **sections,
         }
     )

@@ -20,7 +20,7 @@ from bench import gpu_check
 from components.config import LabConfig, LlamaFactoryWorkload, load_stack_file
 from components.paths import ASSETS_DIR
 from components.run_files import RunFiles, run_deepspeed_env, run_files
-from tests.support.pulumi_cli import REPO
+from harness.pulumi_cli import REPO
 from tests.support.recording_mocks import RecordingMocks
 
 STACK = REPO / "bench" / "gpu-check.yaml"

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from components.interrupt import INTERRUPTED_EXIT
-from tests.support.pulumi_cli import REPO
+from harness.pulumi_cli import REPO
 
 WAITING_PROGRAM = """
 import sys, threading

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from components.config import load_stack_file
-from tests.support.pulumi_cli import REPO
+from harness.pulumi_cli import REPO
 from tests.support.recording_mocks import (
     DOCKER_CONTAINER,
     DOCKER_NETWORK,
@@ -336,7 +336,7 @@ def test_the_training_log_is_one_pasted_command_away(mocks: RecordingMocks) -> A
 
     def check(command: str) -> None:
         assert command == (
-            "ssh -i .lab/operator_ed25519 -o UserKnownHostsFile=.lab/known_hosts -o StrictHostKeyChecking=yes "
+            "ssh -i .simhosts/operator_ed25519 -o UserKnownHostsFile=.simhosts/known_hosts -o StrictHostKeyChecking=yes "
             "-p 22 root@10.0.18.1 docker exec llm tail -n 100 -F /opt/dslab/run/train.log"
         ), "the manager host, the stack's key and known_hosts, the training container's log"
 
@@ -347,6 +347,6 @@ def test_the_training_log_is_one_pasted_command_away(mocks: RecordingMocks) -> A
 def test_the_shell_command_opens_a_terminal_in_the_manager_container(mocks: RecordingMocks) -> None:
     lab = build_dev_lab()
     assert lab.shell_command == (
-        "ssh -i .lab/operator_ed25519 -o UserKnownHostsFile=.lab/known_hosts -o StrictHostKeyChecking=yes "
+        "ssh -i .simhosts/operator_ed25519 -o UserKnownHostsFile=.simhosts/known_hosts -o StrictHostKeyChecking=yes "
         "-p 22 -t root@10.0.18.1 docker exec -it llm bash"
     )

@@ -8,7 +8,7 @@ import pytest
 
 from components.config import LabConfig, LabConfigError, load_stack_file
 from components.local_files import missing_local_files, require_local_files
-from tests.support.pulumi_cli import REPO
+from harness.pulumi_cli import REPO
 
 
 def dev_config() -> LabConfig:
@@ -18,25 +18,25 @@ def dev_config() -> LabConfig:
 def test_a_missing_key_and_known_hosts_are_named_by_their_keys(tmp_path: Path) -> None:
     problems = missing_local_files(dev_config(), tmp_path)
     assert problems[:2] == [
-        "dslab:operator.private_key_path: '.lab/operator_ed25519' is not a file; create it or fix the path",
-        "dslab:operator.known_hosts_path: '.lab/known_hosts' is not a file; create it or fix the path",
+        "dslab:operator.private_key_path: '.simhosts/operator_ed25519' is not a file; create it or fix the path",
+        "dslab:operator.known_hosts_path: '.simhosts/known_hosts' is not a file; create it or fix the path",
     ]
 
 
 def test_a_key_readable_by_others_is_refused_with_the_fix(tmp_path: Path) -> None:
-    (tmp_path / ".lab").mkdir()
-    (tmp_path / ".lab" / "operator_ed25519").write_text("key")
-    (tmp_path / ".lab" / "operator_ed25519").chmod(0o644)
-    (tmp_path / ".lab" / "known_hosts").write_text("")
+    (tmp_path / ".simhosts").mkdir()
+    (tmp_path / ".simhosts" / "operator_ed25519").write_text("key")
+    (tmp_path / ".simhosts" / "operator_ed25519").chmod(0o644)
+    (tmp_path / ".simhosts" / "known_hosts").write_text("")
     problems = missing_local_files(dev_config(), tmp_path)
-    assert any("chmod 600 .lab/operator_ed25519" in problem for problem in problems), problems
+    assert any("chmod 600 .simhosts/operator_ed25519" in problem for problem in problems), problems
 
 
 def test_every_file_present_and_private_passes(tmp_path: Path) -> None:
-    (tmp_path / ".lab").mkdir()
-    (tmp_path / ".lab" / "operator_ed25519").write_text("key")
-    (tmp_path / ".lab" / "operator_ed25519").chmod(0o600)
-    (tmp_path / ".lab" / "known_hosts").write_text("")
+    (tmp_path / ".simhosts").mkdir()
+    (tmp_path / ".simhosts" / "operator_ed25519").write_text("key")
+    (tmp_path / ".simhosts" / "operator_ed25519").chmod(0o600)
+    (tmp_path / ".simhosts" / "known_hosts").write_text("")
     require_local_files(dev_config(), tmp_path)  # the CA bundle path is absolute and exists here
 
 

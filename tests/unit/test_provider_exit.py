@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from tests.support.pulumi_cli import REPO
+from harness.pulumi_cli import REPO
 
 PROCESS = """
 import atexit

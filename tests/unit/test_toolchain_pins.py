@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from tests.support.pulumi_cli import REPO
+from harness.pulumi_cli import REPO
 
 
 def pins() -> dict[str, str]:

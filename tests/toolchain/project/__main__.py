@@ -1,4 +1,4 @@
-"""The official providers on the simulated lab: per host a Docker engine reached over
+"""The official providers on the simulated hosts: per host a Docker engine reached over
 `ssh://` with strict host keys, a network and a container on it, and a remote command whose
 connection checks the host key. The smallest program that proves the toolchain."""
 

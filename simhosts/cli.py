@@ -1,4 +1,4 @@
-"""``python -m lab up [--hosts N] | down | status | fault KIND HOST``."""
+"""``python -m simhosts up [--hosts N] | down | status | fault KIND HOST``."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 
-from lab import faults, lifecycle
-from lab.plan import MAX_HOSTS
-from lab.proc import CommandError
+from simhosts import faults, lifecycle
+from simhosts.plan import MAX_HOSTS
+from simhosts.proc import CommandError
 
 FAULTS: dict[str, Callable[[str], None]] = {
     "engine-stop": faults.stop_engine,
@@ -22,16 +22,16 @@ FAULTS: dict[str, Callable[[str], None]] = {
 
 
 def _log(message: str) -> None:
-    print(f"lab: {message}", file=sys.stderr, flush=True)
+    print(f"simhosts: {message}", file=sys.stderr, flush=True)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The command line of the lab."""
-    parser = argparse.ArgumentParser(prog="python -m lab", description="The simulated multi-host lab.")
+    """The command line of the simulator."""
+    parser = argparse.ArgumentParser(prog="python -m simhosts", description="The host simulator: simulated servers on this machine.")
     commands = parser.add_subparsers(dest="command", required=True)
-    up = commands.add_parser("up", help="start the lab (idempotent)")
+    up = commands.add_parser("up", help="start the simulator (idempotent)")
     up.add_argument("--hosts", type=int, default=2, help=f"number of hosts, 1..{MAX_HOSTS} (default 2)")
-    commands.add_parser("down", help="remove everything the lab made (keeps the image cache)")
+    commands.add_parser("down", help="remove everything the simulator made (keeps the image cache)")
     commands.add_parser("status", help="show each host, its address, engine, sshd, network and swarm state")
     fault = commands.add_parser("fault", help="inject or undo a fault on one host")
     fault.add_argument("kind", choices=sorted(FAULTS))
@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the lab's command line; return the exit status."""
+    """Run the simulator's command line; return the exit status."""
     args = build_parser().parse_args(argv)
     started = time.monotonic()
     try:
@@ -63,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _print_status() -> None:
     report = lifecycle.status()
     if not report:
-        print("no lab hosts")
+        print("no simulated hosts")
         return
     row = "{:<8} {:<11} {:<9} {:<7} {:<5} {:<10} {}"
     print(row.format("HOST", "ADDRESS", "STATE", "ENGINE", "SSHD", "NETWORK", "SWARM"))

@@ -1,6 +1,6 @@
-"""lab/purge.sh (`make demo-purge`), run here with a stand-in `docker` and a stand-in engine
-process: it removes the lab's images, the cache folder and the engine the lab started, and
-refuses while the lab is still up."""
+"""simhosts/purge.sh (`make demo-purge`), run here with a stand-in `docker` and a stand-in engine
+process: it removes the simulator's images, the cache folder and the engine the simulator started, and
+refuses while the simulator is still up."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.lab
+pytestmark = pytest.mark.simhosts
 
-PURGE = Path(__file__).resolve().parents[2] / "lab" / "purge.sh"
+PURGE = Path(__file__).resolve().parents[2] / "simhosts" / "purge.sh"
 
 
 def stand_ins(tmp_path: Path, lab_running: bool) -> tuple[dict[str, str], Path, int]:
     """Environment with a `docker` that logs its calls, a filled cache folder, and an engine
-    process whose pid is in the lab's pidfile (not our child, like the real one: init reaps it)."""
+    process whose pid is in the simulator's pidfile (not our child, like the real one: init reaps it)."""
     bin_dir, cache = tmp_path / "bin", tmp_path / "cache"
     (cache / "toolchain").mkdir(parents=True)
     (cache / "toolchain" / "pulumi").write_text("binary")

@@ -7,9 +7,9 @@ import json
 import time
 from pathlib import Path
 
-from lab.images import BASE_IMAGE, HASH_LABEL, HOST_IMAGE
-from lab.plan import HOST_LABEL, LABEL, NETWORK_NAME, HostSpec
-from lab.proc import docker, feed_file, run
+from simhosts.images import BASE_IMAGE, HASH_LABEL, HOST_IMAGE
+from simhosts.plan import HOST_LABEL, LABEL, NETWORK_NAME, HostSpec
+from simhosts.proc import docker, feed_file, run
 
 # What a nested dockerd needs, measured on this machine (see shared/ENVIRONMENT.md):
 # --privileged fails (CAP_SYS_RESOURCE is not in the machine's bounding set).
@@ -123,13 +123,13 @@ def ensure_base_image_inside(host: HostSpec, base_hash: str, tarball: Path) -> b
 
 
 def lab_containers() -> list[str]:
-    """Names of every host container of the lab, running or not."""
+    """Names of every host container of the simulator, running or not."""
     out = docker("ps", "--all", "--filter", f"label={LABEL}", "--format", "{{.Names}}")
     return sorted(out.split())
 
 
 def lab_volumes() -> list[str]:
-    """Names of every volume of the lab."""
+    """Names of every volume of the simulator."""
     out = docker("volume", "ls", "--quiet", "--filter", f"label={LABEL}")
     return sorted(out.split())
 

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.support import progress
+from harness import progress
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 HEARTBEAT_SECONDS = 60.0
 """How often a running pulumi command says it is still running."""
 PULUMI_HOME = REPO / ".pulumi-home"

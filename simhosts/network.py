@@ -1,15 +1,15 @@
-"""The lab's L2 segment: a user-defined bridge on the machine's engine, with outbound NAT."""
+"""The simulator's L2 segment: a user-defined bridge on the machine's engine, with outbound NAT."""
 
 from __future__ import annotations
 
 import json
 
-from lab.plan import BRIDGE_INTERFACE, GATEWAY, LABEL, NETWORK_NAME, SUBNET
-from lab.proc import docker
+from simhosts.plan import BRIDGE_INTERFACE, GATEWAY, LABEL, NETWORK_NAME, SUBNET
+from simhosts.proc import docker
 
 
 class NetworkConflict(RuntimeError):
-    """A network of the lab's name exists with other settings."""
+    """A network of the simulator's name exists with other settings."""
 
 
 def ensure_network() -> None:
@@ -41,5 +41,5 @@ def _check_existing() -> None:
     if subnet != str(SUBNET) or gateway != str(GATEWAY):
         raise NetworkConflict(
             f"network {NETWORK_NAME} exists with subnet {subnet} gateway {gateway}, expected "
-            f"{SUBNET} gateway {GATEWAY}; run `python -m lab down` (or `docker network rm {NETWORK_NAME}`)"
+            f"{SUBNET} gateway {GATEWAY}; run `python -m simhosts down` (or `docker network rm {NETWORK_NAME}`)"
         )

@@ -1,4 +1,4 @@
-"""Looking at the simulated lab's hosts the way an operator would: ssh with strict host keys."""
+"""Looking at the simulated hosts's hosts the way an operator would: ssh with strict host keys."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ import subprocess
 import time
 from typing import Any
 
-from tests.support.pulumi_cli import REPO
+from harness.pulumi_cli import REPO
 
-SSH_CONFIG = REPO / ".lab" / "ssh_config"
+SSH_CONFIG = REPO / ".simhosts" / "ssh_config"
 
 
-def lab_up(hosts: int = 2) -> None:
-    subprocess.run([str(REPO / ".venv" / "bin" / "python"), "-m", "lab", "up", "--hosts", str(hosts)], cwd=REPO, check=True)
+def hosts_up(hosts: int = 2) -> None:
+    subprocess.run([str(REPO / ".venv" / "bin" / "python"), "-m", "simhosts", "up", "--hosts", str(hosts)], cwd=REPO, check=True)
 
 
 def on_host(host: str, *command: str, check: bool = True) -> str:
@@ -35,9 +35,9 @@ def inspect(host: str, kind: str, name: str) -> dict[str, Any] | None:
     return items[0] if items else None
 
 
-def lab_fault(kind: str, host: str, check: bool = True) -> None:
-    """`python -m lab fault KIND HOST`: engine-stop/start, network-cut/restore, host-stop/start."""
-    subprocess.run([str(REPO / ".venv" / "bin" / "python"), "-m", "lab", "fault", kind, host], cwd=REPO, check=check)
+def host_fault(kind: str, host: str, check: bool = True) -> None:
+    """`python -m simhosts fault KIND HOST`: engine-stop/start, network-cut/restore, host-stop/start."""
+    subprocess.run([str(REPO / ".venv" / "bin" / "python"), "-m", "simhosts", "fault", kind, host], cwd=REPO, check=check)
 
 
 def wait_for_sshd(host: str, container: str = "llm", timeout: float = 60) -> None:

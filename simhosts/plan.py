@@ -1,4 +1,4 @@
-"""What the lab consists of: names, addresses and roles, as pure data."""
+"""What the simulator consists of: names, addresses and roles, as pure data."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ BRIDGE_INTERFACE = "dslab0"
 SUBNET = ipaddress.IPv4Network("10.0.18.0/24")
 # The gateway sits at .254 so that serverN can be 10.0.18.N, as in the original write-up.
 GATEWAY = ipaddress.IPv4Address("10.0.18.254")
-# Every object the lab creates on the machine's engine carries this label; `down` removes
+# Every object the simulator creates on the machine's engine carries this label; `down` removes
 # by label, so it also cleans up a lab started with more hosts than it is told about.
 LABEL = "dslab.lab"
 HOST_LABEL = "dslab.host"
@@ -26,9 +26,9 @@ class HostSpec:
     """One simulated server."""
 
     name: str
-    """Host name inside the lab, e.g. ``server1``."""
+    """Host name inside the simulator, e.g. ``server1``."""
     address: str
-    """Fixed IPv4 address on the lab bridge."""
+    """Fixed IPv4 address on the simulator bridge."""
     role: Role
     """Swarm role the Pulumi program gives it: server1 manages, the rest work."""
 

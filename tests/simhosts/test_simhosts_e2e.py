@@ -1,6 +1,6 @@
-"""The simulated lab, for real: hosts, ssh, engines, swarm, overlay, faults, and a clean `down`.
+"""The simulated hosts, for real: hosts, ssh, engines, swarm, overlay, faults, and a clean `down`.
 
-Tests run in file order against one 2-host lab; the last one takes it down.
+Tests run in file order against 2 simulated hosts; the last one takes it down.
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from conftest import Lab, take_snapshot
+from conftest import SimulatedHosts, take_snapshot
 
-from lab import faults, hosts, lifecycle, paths
-from lab.images import BASE_IMAGE
-from lab.plan import BRIDGE_INTERFACE, host_by_name
+from simhosts import faults, hosts, lifecycle, paths
+from simhosts.images import BASE_IMAGE
+from simhosts.plan import BRIDGE_INTERFACE, host_by_name
 
-pytestmark = [pytest.mark.e2e, pytest.mark.lab]
+pytestmark = [pytest.mark.e2e, pytest.mark.simhosts]
 
 OVERLAY = "dslab-lab-test-net"
 OVERLAY_SUBNET = "10.20.30.0/24"
@@ -27,9 +27,9 @@ OVERLAY_SUBNET = "10.20.30.0/24"
 BUSYBOX = "/bin/busybox:/bin/busybox:ro"
 
 
-def test_each_host_answers_ssh_with_strict_host_key_checking_and_its_own_hostname(lab: Lab) -> None:
-    for host in lab.hosts:
-        assert lab.ssh(host.name, "hostname").stdout.strip() == host.name
+def test_each_host_answers_ssh_with_strict_host_key_checking_and_its_own_hostname(hosts_up: SimulatedHosts) -> None:
+    for host in hosts_up.hosts:
+        assert hosts_up.ssh(host.name, "hostname").stdout.strip() == host.name
         # By address too, as the Pulumi program connects: the known_hosts entry is keyed by IP.
         result = subprocess.run(
             ["ssh", "-o", "StrictHostKeyChecking=yes", "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
@@ -40,25 +40,25 @@ def test_each_host_answers_ssh_with_strict_host_key_checking_and_its_own_hostnam
         assert result.stdout.strip() == host.name
 
 
-def test_password_login_is_refused_and_an_unknown_host_key_is_rejected(lab: Lab, tmp_path: os.PathLike[str]) -> None:
-    config = lab.ssh("server1", "sshd", "-T").stdout
+def test_password_login_is_refused_and_an_unknown_host_key_is_rejected(hosts_up: SimulatedHosts, tmp_path: os.PathLike[str]) -> None:
+    config = hosts_up.ssh("server1", "sshd", "-T").stdout
     assert "passwordauthentication no" in config
     assert "kbdinteractiveauthentication no" in config
     assert "maxstartups 200:30:400" in config
     empty_known_hosts = f"{tmp_path}/known_hosts"
     result = subprocess.run(
-        ["ssh", "-F", str(lab.ssh_config), "-o", f"UserKnownHostsFile={empty_known_hosts}", "server1", "true"],
+        ["ssh", "-F", str(hosts_up.ssh_config), "-o", f"UserKnownHostsFile={empty_known_hosts}", "server1", "true"],
         capture_output=True, text=True, timeout=30,
     )
     assert result.returncode != 0, "strict checking must refuse a host missing from known_hosts"
 
 
-def test_each_host_runs_a_separate_docker_engine_reachable_over_ssh(lab: Lab) -> None:
-    ids = {host.name: lab.ssh(host.name, "docker", "info", "--format", "{{.ID}}").stdout.strip() for host in lab.hosts}
-    assert len(set(ids.values())) == len(lab.hosts), f"engines must differ: {ids}"
-    # The docker CLI's own ssh transport, through the .lab/bin/ssh wrapper (no ~/.ssh edits).
+def test_each_host_runs_a_separate_docker_engine_reachable_over_ssh(hosts_up: SimulatedHosts) -> None:
+    ids = {host.name: hosts_up.ssh(host.name, "docker", "info", "--format", "{{.ID}}").stdout.strip() for host in hosts_up.hosts}
+    assert len(set(ids.values())) == len(hosts_up.hosts), f"engines must differ: {ids}"
+    # The docker CLI's own ssh transport, through the .simhosts/bin/ssh wrapper (no ~/.ssh edits).
     env = {**os.environ, "PATH": f"{paths.state_dir() / 'bin'}:{os.environ['PATH']}"}
-    for host in lab.hosts:
+    for host in hosts_up.hosts:
         name = subprocess.run(
             ["docker", "-H", f"ssh://root@{host.address}", "info", "--format", "{{.Name}}"],
             capture_output=True, text=True, check=True, env=env, timeout=60,
@@ -66,34 +66,34 @@ def test_each_host_runs_a_separate_docker_engine_reachable_over_ssh(lab: Lab) ->
         assert name == host.name
 
 
-def test_every_host_engine_has_the_debian_base_image(lab: Lab) -> None:
-    for host in lab.hosts:
-        assert lab.ssh(host.name, "docker", "image", "inspect", "--format", "{{.Id}}", BASE_IMAGE).stdout.startswith("sha256:")
+def test_every_host_engine_has_the_debian_base_image(hosts_up: SimulatedHosts) -> None:
+    for host in hosts_up.hosts:
+        assert hosts_up.ssh(host.name, "docker", "image", "inspect", "--format", "{{.Id}}", BASE_IMAGE).stdout.startswith("sha256:")
 
 
-def test_a_container_inside_a_host_reaches_the_debian_mirror(lab: Lab) -> None:
-    result = lab.ssh("server2", "docker", "run", "--rm", BASE_IMAGE, "apt-get", "update", check=False, timeout=300)
+def test_a_container_inside_a_host_reaches_the_debian_mirror(hosts_up: SimulatedHosts) -> None:
+    result = hosts_up.ssh("server2", "docker", "run", "--rm", BASE_IMAGE, "apt-get", "update", check=False, timeout=300)
     assert result.returncode == 0, result.stderr
     assert "InRelease" in result.stdout
 
 
 @pytest.fixture(scope="module")
-def swarm(lab: Lab) -> Iterator[Lab]:
-    """server1 manages a swarm that server2 joins over the lab network; left again afterwards."""
-    lab.ssh("server1", "docker", "swarm", "init", "--advertise-addr", "10.0.18.1")
-    token = lab.ssh("server1", "docker", "swarm", "join-token", "--quiet", "worker").stdout.strip()
-    lab.ssh("server2", "docker", "swarm", "join", "--token", token, "--advertise-addr", "10.0.18.2", "10.0.18.1:2377")
-    yield lab
-    lab.ssh("server2", "docker", "swarm", "leave", "--force", check=False)
-    lab.ssh("server1", "docker", "swarm", "leave", "--force", check=False)
+def swarm(hosts_up: SimulatedHosts) -> Iterator[SimulatedHosts]:
+    """server1 manages a swarm that server2 joins over the simulator network; left again afterwards."""
+    hosts_up.ssh("server1", "docker", "swarm", "init", "--advertise-addr", "10.0.18.1")
+    token = hosts_up.ssh("server1", "docker", "swarm", "join-token", "--quiet", "worker").stdout.strip()
+    hosts_up.ssh("server2", "docker", "swarm", "join", "--token", token, "--advertise-addr", "10.0.18.2", "10.0.18.1:2377")
+    yield hosts_up
+    hosts_up.ssh("server2", "docker", "swarm", "leave", "--force", check=False)
+    hosts_up.ssh("server1", "docker", "swarm", "leave", "--force", check=False)
 
 
-def test_server2_joins_the_swarm_of_server1_and_both_nodes_are_ready(swarm: Lab) -> None:
+def test_server2_joins_the_swarm_of_server1_and_both_nodes_are_ready(swarm: SimulatedHosts) -> None:
     nodes = swarm.ssh("server1", "docker", "node", "ls", "--format", "{{.Hostname}} {{.Status}}").stdout.split("\n")
     assert sorted(line for line in nodes if line) == ["server1 Ready", "server2 Ready"]
 
 
-def test_containers_on_an_attachable_overlay_talk_tcp_across_hosts(swarm: Lab) -> None:
+def test_containers_on_an_attachable_overlay_talk_tcp_across_hosts(swarm: SimulatedHosts) -> None:
     swarm.ssh("server1", "docker", "network", "create", "--driver", "overlay", "--attachable",
               "--subnet", OVERLAY_SUBNET, OVERLAY)
     try:
@@ -108,7 +108,7 @@ def test_containers_on_an_attachable_overlay_talk_tcp_across_hosts(swarm: Lab) -
             check=False, timeout=120,
         )
         assert sender.returncode == 0, sender.stderr
-        # VXLAN takes 50 bytes of the lab bridge's 1500.
+        # VXLAN takes 50 bytes of the simulator bridge's 1500.
         assert sender.stdout.strip() == "1450"
         deadline = time.monotonic() + 10
         received = ""
@@ -121,16 +121,16 @@ def test_containers_on_an_attachable_overlay_talk_tcp_across_hosts(swarm: Lab) -
         swarm.ssh("server1", "docker", "network", "rm", OVERLAY, check=False)
 
 
-def test_a_stopped_engine_refuses_docker_but_keeps_ssh_and_comes_back_on_start(lab: Lab) -> None:
+def test_a_stopped_engine_refuses_docker_but_keeps_ssh_and_comes_back_on_start(hosts_up: SimulatedHosts) -> None:
     faults.stop_engine("server2")
     try:
         assert not faults.engine_running("server2")
-        assert lab.ssh("server2", "docker", "info", check=False).returncode != 0
-        assert lab.ssh("server2", "hostname").stdout.strip() == "server2"
+        assert hosts_up.ssh("server2", "docker", "info", check=False).returncode != 0
+        assert hosts_up.ssh("server2", "hostname").stdout.strip() == "server2"
     finally:
         faults.start_engine("server2")
     assert faults.engine_running("server2")
-    assert lab.ssh("server2", "docker", "info", "--format", "{{.Name}}").stdout.strip() == "server2"
+    assert hosts_up.ssh("server2", "docker", "info", "--format", "{{.Name}}").stdout.strip() == "server2"
 
 
 def _mangle_rules(host: str) -> list[str]:
@@ -139,29 +139,29 @@ def _mangle_rules(host: str) -> list[str]:
     return [line for line in out.splitlines() if not line.startswith("#") and not line.startswith(":")]
 
 
-def test_a_cut_network_isolates_the_host_and_restore_brings_back_exactly_what_was_there(lab: Lab) -> None:
+def test_a_cut_network_isolates_the_host_and_restore_brings_back_exactly_what_was_there(hosts_up: SimulatedHosts) -> None:
     before = _mangle_rules("server2")
     faults.cut_network("server2")
     try:
         assert faults.network_cut("server2")
-        assert lab.ssh("server2", "true", check=False, timeout=30).returncode != 0
-        probe = lab.ssh("server1", "timeout", "3", "bash", "-c", ": </dev/tcp/10.0.18.2/22", check=False)
+        assert hosts_up.ssh("server2", "true", check=False, timeout=30).returncode != 0
+        probe = hosts_up.ssh("server1", "timeout", "3", "bash", "-c", ": </dev/tcp/10.0.18.2/22", check=False)
         assert probe.returncode != 0, "server1 must not reach server2 while its cable is pulled"
     finally:
         faults.restore_network("server2")
     assert not faults.network_cut("server2")
     assert _mangle_rules("server2") == before
-    assert lab.ssh("server1", "timeout", "3", "bash", "-c", ": </dev/tcp/10.0.18.2/22").returncode == 0
-    assert lab.ssh("server2", "hostname").stdout.strip() == "server2"
+    assert hosts_up.ssh("server1", "timeout", "3", "bash", "-c", ": </dev/tcp/10.0.18.2/22").returncode == 0
+    assert hosts_up.ssh("server2", "hostname").stdout.strip() == "server2"
 
 
-def test_a_stopped_host_comes_back_with_the_same_address_host_keys_engine_and_sshd(lab: Lab) -> None:
+def test_a_stopped_host_comes_back_with_the_same_address_host_keys_engine_and_sshd(hosts_up: SimulatedHosts) -> None:
     host = host_by_name("server2")
     keys_before = hosts.host_keys(host)
     faults.stop_host("server2")
     try:
         assert hosts.state(host) == "exited"
-        assert lab.ssh("server2", "true", check=False, timeout=30).returncode != 0
+        assert hosts_up.ssh("server2", "true", check=False, timeout=30).returncode != 0
     finally:
         faults.start_host("server2")
     assert hosts.host_keys(host) == keys_before
@@ -169,11 +169,11 @@ def test_a_stopped_host_comes_back_with_the_same_address_host_keys_engine_and_ss
                                         check=True).stdout)[0]
     assert inspect["NetworkSettings"]["Networks"]["dslab-lab"]["IPAddress"] == host.address
     # Strict host key checking against the unchanged known_hosts proves the keys are the same.
-    assert lab.ssh("server2", "docker", "info", "--format", "{{.Name}}").stdout.strip() == "server2"
-    assert lab.ssh("server2", "docker", "image", "inspect", BASE_IMAGE, check=False).returncode == 0
+    assert hosts_up.ssh("server2", "docker", "info", "--format", "{{.Name}}").stdout.strip() == "server2"
+    assert hosts_up.ssh("server2", "docker", "image", "inspect", BASE_IMAGE, check=False).returncode == 0
 
 
-def test_lab_up_again_is_fast_and_keeps_the_operator_key_and_host_keys(lab: Lab) -> None:
+def test_lab_up_again_is_fast_and_keeps_the_operator_key_and_host_keys(hosts_up: SimulatedHosts) -> None:
     key = (paths.state_dir() / "operator_ed25519").read_text()
     known_hosts = (paths.state_dir() / "known_hosts").read_text()
     started = time.monotonic()
@@ -184,16 +184,16 @@ def test_lab_up_again_is_fast_and_keeps_the_operator_key_and_host_keys(lab: Lab)
     assert oct(paths.state_dir().stat().st_mode & 0o777) == "0o700"
 
 
-def test_lab_down_leaves_nothing_behind(lab: Lab) -> None:
+def test_lab_down_leaves_nothing_behind(hosts_up: SimulatedHosts) -> None:
     lifecycle.down(print)
     after = take_snapshot()
-    assert after.containers == lab.before.containers
-    assert after.volumes == lab.before.volumes
-    assert after.networks == lab.before.networks
+    assert after.containers == hosts_up.before.containers
+    assert after.volumes == hosts_up.before.volumes
+    assert after.networks == hosts_up.before.networks
     assert BRIDGE_INTERFACE not in after.links
-    assert after.links == lab.before.links, "no veth or bridge may remain"
-    assert after.iptables == lab.before.iptables
-    assert after.mounts == lab.before.mounts
+    assert after.links == hosts_up.before.links, "no veth or bridge may remain"
+    assert after.iptables == hosts_up.before.iptables
+    assert after.mounts == hosts_up.before.mounts
     assert after.lab_cgroups == frozenset()
     assert after.lab_processes == ()
     assert not paths.state_dir().exists()

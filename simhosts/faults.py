@@ -5,9 +5,9 @@ Each fault has an exact inverse. Host names are ``server1``..``server8``.
 
 from __future__ import annotations
 
-from lab import hosts
-from lab.plan import host_by_name
-from lab.proc import docker, run
+from simhosts import hosts
+from simhosts.plan import host_by_name
+from simhosts.proc import docker, run
 
 
 def stop_engine(name: str) -> None:

@@ -1,4 +1,4 @@
-"""The operator's side of the lab, in ``.lab/``: key pair, known_hosts, ssh config, stack config.
+"""The operator's side of the simulator, in ``.simhosts/``: key pair, known_hosts, ssh config, stack config.
 
 Rendering is pure (tested directly); writing is separate.
 """
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import yaml
 
-from lab import paths
-from lab.plan import HostSpec
-from lab.proc import run
+from simhosts import paths
+from simhosts.plan import HostSpec
+from simhosts.proc import run
 
 KEY_NAME = "operator_ed25519"
 KNOWN_HOSTS = "known_hosts"
@@ -50,7 +50,7 @@ def render_ssh_config(hosts: Sequence[HostSpec], state: Path) -> str:
 
 
 def render_stack_config(hosts: Sequence[HostSpec]) -> str:
-    """The Pulumi stack config of the lab (namespace ``dslab``), to paste under ``config:``."""
+    """The Pulumi stack config of the simulator (namespace ``dslab``), to paste under ``config:``."""
     document = {
         "dslab:hosts": [
             {
@@ -65,15 +65,15 @@ def render_stack_config(hosts: Sequence[HostSpec]) -> str:
         ],
         "dslab:operator": {
             # Relative to the repo root, which is the Pulumi project directory.
-            "private_key_path": f".lab/{KEY_NAME}",
-            "known_hosts_path": f".lab/{KNOWN_HOSTS}",
+            "private_key_path": f".simhosts/{KEY_NAME}",
+            "known_hosts_path": f".simhosts/{KNOWN_HOSTS}",
         },
     }
     return yaml.safe_dump(document, sort_keys=False, default_flow_style=False)
 
 
 def ensure_state_dir() -> Path:
-    """Create ``.lab/`` (0700) and return it."""
+    """Create ``.simhosts/`` (0700) and return it."""
     state = paths.state_dir()
     state.mkdir(mode=0o700, exist_ok=True)
     state.chmod(0o700)
@@ -102,7 +102,7 @@ def write_operator_files(state: Path, hosts: Sequence[HostSpec], keys_by_address
 
 
 def remove_state_dir() -> None:
-    """Remove ``.lab/`` and everything in it."""
+    """Remove ``.simhosts/`` and everything in it."""
     shutil.rmtree(paths.state_dir(), ignore_errors=True)
 
 

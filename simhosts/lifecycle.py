@@ -1,4 +1,4 @@
-"""Bringing the lab up, down, and reporting on it."""
+"""Bringing the simulator up, down, and reporting on it."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from lab import faults, hosts, images, network, operator_files, paths
-from lab.plan import HOST_LABEL, HostSpec, host_by_name, plan_hosts
-from lab.proc import Log, docker, ok, run
+from simhosts import faults, hosts, images, network, operator_files, paths
+from simhosts.plan import HOST_LABEL, HostSpec, host_by_name, plan_hosts
+from simhosts.proc import Log, docker, ok, run
 
 
 def up(count: int, log: Log) -> list[HostSpec]:
@@ -45,13 +45,13 @@ def up(count: int, log: Log) -> list[HostSpec]:
     operator_files.write_operator_files(state, wanted, keys)
     for host in wanted:
         if not ssh_ok(host):
-            raise RuntimeError(f"ssh to {host.name} ({host.address}) failed with the lab's key and known_hosts")
-    log(f"lab up: {', '.join(f'{h.name}={h.address}' for h in wanted)}; stack config in .lab/stack-config.yaml")
+            raise RuntimeError(f"ssh to {host.name} ({host.address}) failed with the simulator's key and known_hosts")
+    log(f"simhosts up: {', '.join(f'{h.name}={h.address}' for h in wanted)}; stack config in .simhosts/stack-config.yaml")
     return wanted
 
 
 def down(log: Log) -> None:
-    """Remove everything the lab made: host containers, their cgroups, volumes, bridge, ``.lab/``."""
+    """Remove everything the simulator made: host containers, their cgroups, volumes, bridge, ``.simhosts/``."""
     if ok(["docker", "info"], timeout=30):
         containers = hosts.lab_containers()
         with ThreadPoolExecutor(max_workers=max(1, len(containers))) as pool:
@@ -62,12 +62,12 @@ def down(log: Log) -> None:
     else:
         log("machine engine not running: nothing to remove there")
     operator_files.remove_state_dir()
-    log("lab down")
+    log("simhosts down")
 
 
 @dataclass(frozen=True)
 class HostStatus:
-    """What ``lab status`` reports about one host."""
+    """What ``simhosts status`` reports about one host."""
 
     name: str
     address: str
@@ -79,7 +79,7 @@ class HostStatus:
 
 
 def status() -> list[HostStatus]:
-    """Report every host container of the lab, whatever state it is in."""
+    """Report every host container of the simulator, whatever state it is in."""
     if not ok(["docker", "info"], timeout=30):
         return []
     report = []

@@ -1,4 +1,4 @@
-"""Fixtures for the lab's tests: a real 2-host lab, brought up once per session."""
+"""Fixtures for the simulator's tests: 2 real simulated hosts, brought up once per session."""
 
 from __future__ import annotations
 
@@ -12,25 +12,25 @@ from pathlib import Path
 
 import pytest
 
-# The lab package lives at the repo root; `pytest` (unlike `python -m pytest`) does not put
-# the working directory on sys.path, and an __init__.py here would shadow `lab` itself.
+# The simulator package lives at the repo root; `pytest` (unlike `python -m pytest`) does not put
+# the working directory on sys.path, and an __init__.py here would shadow `simhosts` itself.
 _REPO_ROOT = str(Path(__file__).resolve().parents[2])
 if _REPO_ROOT not in sys.path:
     sys.path.insert(0, _REPO_ROOT)
 
-from lab import hosts, lifecycle, paths  # noqa: E402
-from lab.plan import HostSpec  # noqa: E402
+from simhosts import hosts, lifecycle, paths  # noqa: E402
+from simhosts.plan import HostSpec  # noqa: E402
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """Register the markers this folder uses."""
     config.addinivalue_line("markers", "e2e: runs against real engines and containers (slow, needs root)")
-    config.addinivalue_line("markers", "lab: tests of the simulated multi-host lab (lab/)")
+    config.addinivalue_line("markers", "simhosts: tests of the host simulator (simhosts/)")
 
 
 @dataclass(frozen=True)
 class MachineSnapshot:
-    """What the lab may change on the machine, to compare before `up` and after `down`."""
+    """What the simulator may change on the machine, to compare before `up` and after `down`."""
 
     containers: frozenset[str]
     volumes: frozenset[str]
@@ -47,7 +47,7 @@ def _out(argv: list[str]) -> str:
 
 
 def take_snapshot() -> MachineSnapshot:
-    """Record the machine's containers, volumes, networks, links, firewall, mounts and lab cgroups."""
+    """Record the machine's containers, volumes, networks, links, firewall, mounts and simulator cgroups."""
     # Counters change with traffic; the rules themselves must come back exactly.
     rules = tuple(
         re.sub(r"\[\d+:\d+\]", "", line)
@@ -69,8 +69,8 @@ def take_snapshot() -> MachineSnapshot:
 
 
 @dataclass(frozen=True)
-class Lab:
-    """The running lab and the machine as it was before it came up."""
+class SimulatedHosts:
+    """The running simulated hosts and the machine as it was before it came up."""
 
     hosts: list[HostSpec]
     before: MachineSnapshot
@@ -80,7 +80,7 @@ class Lab:
         return paths.state_dir() / "ssh_config"
 
     def ssh(self, host: str, *argv: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        """Run ``argv`` on ``host`` over ssh with the lab's key and strict host key checking."""
+        """Run ``argv`` on ``host`` over ssh with the simulator's key and strict host key checking."""
         # ssh joins its arguments into one remote shell line; quote them so they stay arguments.
         return subprocess.run(
             ["ssh", "-F", str(self.ssh_config), host, shlex.join(argv)],
@@ -89,16 +89,16 @@ class Lab:
 
 
 def _log(message: str) -> None:
-    print(f"lab: {message}")
+    print(f"simhosts: {message}")
 
 
 @pytest.fixture(scope="session")
-def lab() -> Iterator[Lab]:
-    """A 2-host lab; any lab left from before is removed first so the baseline is clean."""
+def hosts_up() -> Iterator[SimulatedHosts]:
+    """2 simulated hosts; any left from before is removed first so the baseline is clean."""
     subprocess.run(["bash", str(paths.ENGINE_SCRIPT)], check=True)
     lifecycle.down(_log)
     before = take_snapshot()
     up_hosts = lifecycle.up(2, _log)
-    yield Lab(hosts=up_hosts, before=before)
+    yield SimulatedHosts(hosts=up_hosts, before=before)
     if hosts.lab_containers() or paths.state_dir().exists():
         lifecycle.down(_log)

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Replaces root's authorized_keys with the public keys read from stdin (one a line).
-# Run by `lab up` on every host each time, so a regenerated operator key takes effect at once.
+# Run by `simhosts up` on every host each time, so a regenerated operator key takes effect at once.
 set -euo pipefail
 install -d -m 0700 /root/.ssh
 tmp="$(mktemp /root/.ssh/authorized_keys.XXXXXX)"

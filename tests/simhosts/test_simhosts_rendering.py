@@ -1,4 +1,4 @@
-"""The operator files the lab writes, rendered by pure functions."""
+"""The operator files the simulator writes, rendered by pure functions."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lab import lifecycle, operator_files
-from lab.images import debian_mirror
-from lab.plan import plan_hosts
+from simhosts import lifecycle, operator_files
+from simhosts.images import debian_mirror
+from simhosts.plan import plan_hosts
 
-pytestmark = pytest.mark.lab
+pytestmark = pytest.mark.simhosts
 
 
 def test_stack_config_matches_the_contract_with_the_pulumi_program() -> None:
@@ -21,7 +21,7 @@ def test_stack_config_matches_the_contract_with_the_pulumi_program() -> None:
             {"name": "server1", "address": "10.0.18.1", "role": "manager", "ssh_user": "root", "ssh_port": 22, "gpus": "none"},
             {"name": "server2", "address": "10.0.18.2", "role": "worker", "ssh_user": "root", "ssh_port": 22, "gpus": "none"},
         ],
-        "dslab:operator": {"private_key_path": ".lab/operator_ed25519", "known_hosts_path": ".lab/known_hosts"},
+        "dslab:operator": {"private_key_path": ".simhosts/operator_ed25519", "known_hosts_path": ".simhosts/known_hosts"},
     }
 
 
@@ -42,11 +42,11 @@ def test_known_hosts_are_keyed_by_address() -> None:
 
 
 def test_ssh_config_keeps_strict_host_key_checking_and_matches_names_and_addresses() -> None:
-    text = operator_files.render_ssh_config(plan_hosts(1), Path("/r/.lab"))
+    text = operator_files.render_ssh_config(plan_hosts(1), Path("/r/.simhosts"))
     assert "Host server1 10.0.18.1\n" in text
     assert "StrictHostKeyChecking yes" in text
-    assert "UserKnownHostsFile /r/.lab/known_hosts" in text
-    assert "IdentityFile /r/.lab/operator_ed25519" in text
+    assert "UserKnownHostsFile /r/.simhosts/known_hosts" in text
+    assert "IdentityFile /r/.simhosts/operator_ed25519" in text
     assert "StrictHostKeyChecking no" not in text
 
 

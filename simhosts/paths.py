@@ -1,4 +1,4 @@
-"""Where the lab keeps its files: operator state in the clone, caches outside it."""
+"""Where the simulator keeps its files: operator state in the clone, caches outside it."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ ENGINE_SCRIPT = Path(__file__).resolve().parent / "engine.sh"
 
 
 def state_dir() -> Path:
-    """Operator-side files (keys, known_hosts, stack config): ``.lab/`` in the repo, git-ignored."""
-    return REPO_ROOT / ".lab"
+    """Operator-side files (keys, known_hosts, stack config): ``.simhosts/`` in the repo, git-ignored."""
+    return REPO_ROOT / ".simhosts"
 
 
 def cache_dir() -> Path:

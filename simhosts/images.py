@@ -1,4 +1,4 @@
-"""The two images of the lab, built once and cached outside the clone.
+"""The two images of the simulator, built once and cached outside the clone.
 
 ``local/debian:trixie`` is a debootstrapped Debian (no registry is reachable) and the base
 of the training image the Pulumi program builds on each host; ``local/dslab-host:trixie``
@@ -15,8 +15,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from lab import paths
-from lab.proc import Log, docker, run
+from simhosts import paths
+from simhosts.proc import Log, docker, run
 
 BASE_IMAGE = "local/debian:trixie"
 HOST_IMAGE = "local/dslab-host:trixie"

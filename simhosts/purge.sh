@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# What `make demo-down` leaves on the machine, removed: the lab's two images, the caches under
+# What `make demo-down` leaves on the machine, removed: the simulator's two images, the caches under
 # ${DSLAB_CACHE:-~/.cache/dslab} (toolchain builds, lab image tarballs), and the Docker engine
-# when lab/engine.sh started it (its pidfile says so; an engine the machine ran before is left).
+# when simhosts/engine.sh started it (its pidfile says so; an engine the machine ran before is left).
 # Run after `make demo-down`: a lab still up keeps its hosts on that engine.
 set -euo pipefail
 
@@ -10,7 +10,7 @@ pidfile=${DSLAB_ENGINE_PIDFILE:-/var/run/dslab-dockerd.pid}
 
 if docker info >/dev/null 2>&1; then
   if [ -n "$(docker ps --all --quiet --filter label=dslab.lab)" ]; then
-    echo "purge: the simulated lab is still up; run 'make demo-down' (or 'make lab-down') first" >&2
+    echo "purge: the simulated hosts is still up; run 'make demo-down' (or 'make hosts-down') first" >&2
     exit 1
   fi
   for image in local/dslab-host:trixie local/debian:trixie; do
@@ -27,7 +27,7 @@ if [ -d "$cache" ]; then
 fi
 
 if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
-  echo "purge: stopping the Docker engine started by the lab (pid $(cat "$pidfile"))"
+  echo "purge: stopping the Docker engine started by the simulator (pid $(cat "$pidfile"))"
   kill "$(cat "$pidfile")"
   for _ in $(seq 1 30); do
     [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null || exit 0

@@ -10,10 +10,10 @@ from typing import Any
 
 import yaml
 
-from tests.support.pulumi_cli import REPO, PulumiCli
+from harness.pulumi_cli import REPO, PulumiCli
 
-LINKED = ("components", "assets", ".venv", ".lab")
-"""Code, scripts, venv and lab files are linked into the copy, not copied."""
+LINKED = ("components", "assets", ".venv", ".simhosts")
+"""Code, scripts, venv and the simulated hosts' operator files are linked into the copy, not copied."""
 
 
 def project_copy(work: Path, stacks: tuple[str, ...] = ("dev",)) -> Path:

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Starts, stops or checks this host's Docker engine: `dslab-engine start|stop|status`.
-# A server's dockerd normally runs under systemd; this is the lab's stand-in.
+# A server's dockerd normally runs under systemd; this is the simulator's stand-in.
 set -euo pipefail
 
 pidfile=/run/docker.pid

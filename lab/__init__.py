@@ -1,4 +1,0 @@
-"""The simulated multi-host lab: Docker "host" containers that behave like GPU-less servers.
-
-A development and demo tool, separate from the Pulumi program it serves.
-"""

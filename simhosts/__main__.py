@@ -1,0 +1,7 @@
+"""Entry point for ``python -m simhosts``."""
+
+import sys
+
+from simhosts.cli import main
+
+sys.exit(main())
