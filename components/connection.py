@@ -1,4 +1,5 @@
-"""How the program reaches a host: the SSH connection RemoteScript takes."""
+"""How the program reaches a host: the SSH connection RemoteScript takes, and the one
+`command.remote.Command` takes (components.command_connection)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import pulumi
+import pulumi_command as command
 from pydantic import SecretStr
 
+from components.command_connection import OperatorCredentials, command_connection
 from components.config import Host, OperatorConfig
 
 
@@ -18,10 +21,16 @@ class RemoteHost:
     name: str
     address: str
     connection: pulumi.Input[dict[str, Any]]
+    command: command.remote.ConnectionArgs
 
 
-def remote_host(host: Host, operator: OperatorConfig) -> RemoteHost:
-    return RemoteHost(name=host.name, address=host.address, connection=host_connection(host, operator))
+def remote_host(host: Host, operator: OperatorConfig, credentials: OperatorCredentials) -> RemoteHost:
+    return RemoteHost(
+        name=host.name,
+        address=host.address,
+        connection=host_connection(host, operator),
+        command=command_connection(host, credentials),
+    )
 
 
 def host_connection(host: Host, operator: OperatorConfig) -> pulumi.Input[dict[str, Any]]:

@@ -8,7 +8,7 @@ import pulumi
 
 from components.connection import RemoteHost
 from components.naming import component_type
-from components.remote_script import RemoteScript, script_call
+from components.host_command import host_script
 
 
 @dataclass(frozen=True)
@@ -21,7 +21,7 @@ class InputCheckArgs:
 
 
 class InputCheck(pulumi.ComponentResource):
-    """Creates, per host, a RemoteScript that runs `host/require-paths.sh`: `pulumi up`
+    """Creates, per host, a Command that runs `host/require-paths.sh`: `pulumi up`
     stops before any container is (re)made when a model or dataset directory is missing or
     empty on a host, with one line per problem naming the host and the path. It runs again
     when the paths or the image change.
@@ -36,12 +36,12 @@ class InputCheck(pulumi.ComponentResource):
         super().__init__(component_type("InputCheck"), name, None, opts)
         flat = [item for pair in args.paths for item in pair]
         self.per_host = {
-            host.name: RemoteScript(
+            host.name: host_script(
                 f"{name}-{host.name}",
-                label=f"{host.name}: training inputs",
-                connection=host.connection,
-                create=script_call("host/require-paths.sh", host.name, *flat),
-                triggers=[*flat, args.image_tag],
+                host.command,
+                "host/require-paths.sh",
+                [host.name, *flat],
+                triggers=[args.image_tag],
                 opts=pulumi.ResourceOptions(parent=self),
             )
             for host in args.hosts

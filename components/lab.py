@@ -13,6 +13,7 @@ import pulumi
 
 from components.build_context import build_args, context_entries, image_tag, ipsec_context_entries, ipsec_image_tag
 from components.config import LabConfig
+from components.command_connection import OperatorCredentials
 from components.connection import RemoteHost, remote_host
 from components.container_spec import container_spec
 from components.host_engine import host_engine
@@ -60,11 +61,19 @@ class Lab(pulumi.ComponentResource):
     container_ips: pulumi.Output[dict[str, str]]
 
     def __init__(
-        self, name: str, config: LabConfig, project_dir: Path, owner: str, opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        config: LabConfig,
+        project_dir: Path,
+        owner: str,
+        credentials: OperatorCredentials,
+        opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__(component_type("Lab"), name, None, opts)
         self.config = config
-        self.hosts: dict[str, RemoteHost] = {host.name: remote_host(host, config.operator) for host in config.hosts}
+        self.hosts: dict[str, RemoteHost] = {
+            host.name: remote_host(host, config.operator, credentials) for host in config.hosts
+        }
         self.engines = {host.name: host_engine(host, config.operator, parent=self) for host in config.hosts}
         self.plan = config.address_plan()
         self.claims = HostClaims(

@@ -1,5 +1,6 @@
-"""The operator's files a stack names (key, known_hosts, CA bundle, wheelhouse) must exist
-before `pulumi up` touches any host; `validate` can run before they do (e.g. before `make hosts-up`)."""
+"""The operator's files a stack names (key, known_hosts, CA bundle, wheelhouse) must exist,
+and known_hosts must hold every host's key, before `pulumi up` touches any host; `validate`
+can run before they do (e.g. before `make hosts-up`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import stat
 from pathlib import Path
 
 from components.config import LabConfig, LabConfigError, format_path
+from components.known_hosts import host_key, host_pattern
 from components.paths import project_path
 
 
@@ -29,6 +31,15 @@ def missing_local_files(config: LabConfig, project_dir: Path) -> list[str]:
     wheelhouse = config.image.wheelhouse_path
     if wheelhouse is not None and not resolve(wheelhouse).is_dir():
         problems.append(f"{format_path(('image', 'wheelhouse_path'))}: {wheelhouse!r} is not a directory")
+    known_hosts = resolve(config.operator.known_hosts_path)
+    if known_hosts.is_file():
+        for host in config.hosts:
+            if host_key(known_hosts, host.address, host.ssh_port) is None:
+                problems.append(
+                    f"{format_path(('operator', 'known_hosts_path'))}: {config.operator.known_hosts_path!r} holds no "
+                    f"key for {host.name} ({host_pattern(host.address, host.ssh_port)}); add the host's key after "
+                    f"checking its fingerprint, e.g. ssh-keyscan -p {host.ssh_port} {host.address}"
+                )
     key = config.operator.private_key_path
     if key is not None and resolve(key).is_file() and stat.S_IMODE(os.stat(resolve(key)).st_mode) & 0o077:
         problems.append(

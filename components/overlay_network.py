@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import pulumi
 import pulumi_docker as docker
 
 from components.connection import RemoteHost
 from components.naming import component_type
-from components.remote_script import RemoteScript, script_call
+from components.host_command import host_script
 
 
 @dataclass(frozen=True)
@@ -66,9 +65,9 @@ def driver_mtu_option(mtu: int) -> int:
 
 class OverlayNetwork(pulumi.ComponentResource):
     """Creates the `docker.Network` (overlay, attachable, static IPAM, MTU, encryption) on the
-    manager's engine (the component's `providers` option); when encrypted, first one RemoteScript per host that
-    checks its kernel can do IPsec, so that an overlay no traffic can cross is never made;
-    without a configured MTU, one RemoteScript per host that reads its interface's MTU
+    manager's engine (the component's `providers` option); when encrypted, first one Command per
+    host that checks its kernel can do IPsec, so that an overlay no traffic can cross is never
+    made; without a configured MTU, one Command per host that reads its interface's MTU
     (docker's fixed 1450 breaks large packets on hosts below 1500, and wastes jumbo frames).
 
     Outputs:
@@ -84,11 +83,10 @@ class OverlayNetwork(pulumi.ComponentResource):
     def __init__(self, name: str, args: OverlayNetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(component_type("OverlayNetwork"), name, None, opts)
         ipsec_checks = [
-            RemoteScript(
+            host_script(
                 f"{name}-{host.name}-ipsec",
-                label=f"{host.name}: IPsec for network.encrypted",
-                connection=host.connection,
-                create=script_call("host/ipsec-check.sh"),
+                host.command,
+                "host/ipsec-check.sh",
                 opts=pulumi.ResourceOptions(parent=self),
             )
             for host in (args.hosts if args.encrypted else ())
@@ -97,20 +95,20 @@ class OverlayNetwork(pulumi.ComponentResource):
             self.mtu = pulumi.Output.from_input(args.mtu)
         else:
             interfaces = [
-                RemoteScript(
+                host_script(
                     f"{name}-{host.name}-mtu",
-                    label=f"{host.name}: interface MTU",
-                    connection=host.connection,
-                    create=script_call("host/interface-mtu.sh", host.address),
+                    host.command,
+                    "host/interface-mtu.sh",
+                    [host.address],
                     opts=pulumi.ResourceOptions(parent=self),
                 )
                 for host in args.hosts
             ]
 
-            def smallest(results: list[dict[str, Any]]) -> int:
-                return overlay_mtu([int(result["mtu"]) for result in results], args.tunnel_overhead, args.tunnel_limit)
+            def smallest(stdouts: list[str]) -> int:
+                return overlay_mtu([int(stdout) for stdout in stdouts], args.tunnel_overhead, args.tunnel_limit)
 
-            self.mtu = pulumi.Output.all(*(interface.result for interface in interfaces)).apply(smallest)
+            self.mtu = pulumi.Output.all(*(interface.stdout for interface in interfaces)).apply(smallest)
         driver_mtu = self.mtu.apply(lambda mtu: str(driver_mtu_option(mtu)))
         options: dict[str, pulumi.Input[str]] = {MTU_OPTION: driver_mtu}
         if args.encrypted:
@@ -129,7 +127,9 @@ class OverlayNetwork(pulumi.ComponentResource):
             name=args.network_name,
             driver="overlay",
             attachable=True,
-            ipam_configs=[docker.NetworkIpamConfigArgs(subnet=args.subnet, ip_range=args.ip_range, gateway=args.gateway)],
+            ipam_configs=[
+                docker.NetworkIpamConfigArgs(subnet=args.subnet, ip_range=args.ip_range, gateway=args.gateway)
+            ],
             options=options,
             labels=labels,
             opts=pulumi.ResourceOptions(

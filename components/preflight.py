@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import shlex
 from dataclasses import dataclass
 from typing import Any
 
 import pulumi
+import pulumi_command as command
 
 from components.config import PreflightConfig
 from components.connection import RemoteHost
 from components.naming import component_type
-from components.remote_script import RemoteScript, script_call
 
 
 @dataclass(frozen=True)
@@ -28,11 +30,20 @@ class PreflightArgs:
     after: list[pulumi.Resource]
 
 
+def preflight_result(stdout: str) -> dict[str, Any]:
+    """preflight.sh's result: one JSON object on the last line of its stdout."""
+    lines = stdout.strip().splitlines()
+    if not lines:
+        return {"busbw_gbps": 0.0, "allreduce": {}}
+    return dict(json.loads(lines[-1]))
+
+
 class Preflight(pulumi.ComponentResource):
-    """Creates a RemoteScript on the manager that runs `host/cluster-preflight.sh`: every node
-    answers ssh (waiting up to `reach_timeout`), every node sees the same hostfile and
-    addresses, then a short all-reduce across all nodes. `pulumi up` stops there, naming the
-    node or the figure, when a check fails or the bus bandwidth is below the minimum.
+    """Creates a Command on the manager that runs the image's `preflight.sh` in the manager's
+    container: every node answers ssh (waiting up to `reach_timeout`), every node sees the
+    same hostfile and addresses, then a short all-reduce across all nodes. `pulumi up` stops
+    there, naming the node or the figure, when a check fails or the bus bandwidth is below
+    the minimum. It runs again with training (the same triggers), never on its own.
 
     Outputs:
         busbw_gbps: the all-reduce's bus bandwidth at the largest message, Gbit/s.
@@ -45,24 +56,24 @@ class Preflight(pulumi.ComponentResource):
     def __init__(self, name: str, args: PreflightArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(component_type("Preflight"), name, None, opts)
         settings = args.settings
-        self.resource = RemoteScript(
+        self.resource = command.remote.Command(
             f"{name}-check",
-            label=f"{args.manager.name}: preflight",
-            connection=args.manager.connection,
-            create=script_call(
-                "host/cluster-preflight.sh",
-                args.container_name,
-                args.workdir,
-                args.run_dir,
-                str(settings.reach_timeout),
-                str(settings.run_timeout),
-                f"{settings.min_busbw_gbps:g}",
-                "--",
-                *args.argv,
+            connection=args.manager.command,
+            create=shlex.join(
+                [
+                    *("docker", "exec", args.container_name, "/opt/dslab/preflight.sh"),
+                    *("--workdir", args.workdir, "--hostfile", f"{args.run_dir}/hostfile"),
+                    *("--log", f"{args.run_dir}/preflight.log"),
+                    *("--reach-timeout", str(settings.reach_timeout), "--run-timeout", str(settings.run_timeout)),
+                    *("--min-busbw", f"{settings.min_busbw_gbps:g}", "--", *args.argv),
+                ]
             ),
             triggers=args.triggers,
+            logging=command.remote.Logging.STDERR,
+            add_previous_output_in_env=False,
             opts=pulumi.ResourceOptions(parent=self, depends_on=args.after),
         )
-        self.busbw_gbps = self.resource.result.apply(lambda result: float(result.get("busbw_gbps", 0.0)))
-        self.allreduce = self.resource.result.apply(lambda result: dict(result.get("allreduce", {})))
+        result = self.resource.stdout.apply(preflight_result)
+        self.busbw_gbps = result.apply(lambda values: float(values["busbw_gbps"]))
+        self.allreduce = result.apply(lambda values: dict(values["allreduce"]))
         self.register_outputs({"busbw_gbps": self.busbw_gbps, "allreduce": self.allreduce})

@@ -8,6 +8,7 @@ import pulumi
 
 from components.connection import RemoteHost
 from components.naming import component_type
+from components.host_command import host_script
 from components.remote_script import RemoteScript, script_call
 
 
@@ -26,7 +27,8 @@ def node_id_of(member: RemoteScript) -> pulumi.Output[str]:
 
 class Swarm(pulumi.ComponentResource):
     """Creates one RemoteScript for the manager's init and, per worker, one for its join
-    and one on the manager that forgets the node when the worker is removed.
+    (their reads see a host that left the swarm), and a Command on the manager that forgets
+    the node when the worker is removed, or the node it was before it joined again.
 
     Outputs:
         join_token: the worker join token (secret).
@@ -85,12 +87,12 @@ class Swarm(pulumi.ComponentResource):
         # our back joins again as a new node: the membership is made anew and forgets the node
         # the host was before.
         node_id = node_id_of(join)
-        RemoteScript(
+        host_script(
             f"{name}-{worker.name}-membership",
-            label=f"{manager.name}: swarm membership of {worker.name}",
-            connection=manager.connection,
-            create=script_call("host/swarm-node-prune.sh", worker.address, node_id),
-            delete=script_call("host/swarm-node-remove.sh", node_id),
+            manager.command,
+            "host/swarm-node.sh",
+            ["prune", worker.address, node_id],
+            delete_args=["remove", node_id],
             opts=pulumi.ResourceOptions(parent=self, depends_on=[join]),
         )
         return join

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Which interface holds this host's lab address, and its MTU: the overlay's VXLAN packets
 # leave through it, so the overlay's MTU must be 50 bytes below it.
-# Usage: interface-mtu.sh ADDRESS     prints {"interface": "eth0", "mtu": 1500}
+# Usage: interface-mtu.sh ADDRESS     prints the MTU (1500)
 set -euo pipefail
 address=$1
 command -v ip >/dev/null || { echo "the 'ip' command (iproute2) is needed on this host to find its MTU; or set network.mtu" >&2; exit 1; }
@@ -13,4 +13,4 @@ if [[ -z "$interface" ]]; then
 fi
 mtu=$(cat "/sys/class/net/$interface/mtu")
 echo "$address is on $interface, MTU $mtu" >&2
-printf '{"interface": "%s", "mtu": %s}\n' "$interface" "$mtu"
+echo "$mtu"

@@ -23,4 +23,3 @@ done
 [ $# -eq 0 ] || { echo "usage: require-paths.sh HOST_NAME [DESCRIPTION PATH]..." >&2; exit 64; }
 [ "$missing" = 0 ] || exit 1
 echo "$host: every training input is here" >&2
-echo '{}'

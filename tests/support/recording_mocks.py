@@ -1,5 +1,6 @@
 """A recording mock engine for components (no hosts touched): every resource registered,
-with its inputs; a RemoteScript's ``result`` is what its script would print."""
+with its inputs; a RemoteScript's ``result`` and a Command's ``stdout`` are what its script
+would print."""
 
 from __future__ import annotations
 
@@ -8,10 +9,13 @@ from typing import Any
 
 import pulumi
 
+from components.paths import ASSETS_DIR
+
 REMOTE_SCRIPT = "pulumi-python:dynamic/dslab:RemoteScript"
 DOCKER_CONTAINER = "docker:index/container:Container"
 DOCKER_NETWORK = "docker:index/network:Network"
 DOCKER_PROVIDER = "pulumi:providers:docker"
+REMOTE_COMMAND = "command:remote:Command"
 
 
 @dataclass
@@ -23,8 +27,8 @@ class Recorded:
 
 @dataclass
 class RecordingMocks(pulumi.runtime.Mocks):
-    """Records every resource; a RemoteScript's `result` is what its script would print, a
-    container's `networkDatas` the static addresses it asked for."""
+    """Records every resource; a RemoteScript's `result` and a Command's `stdout` are what its
+    script would print, a container's `networkDatas` the static addresses it asked for."""
 
     resources: dict[str, Recorded] = field(default_factory=dict)
 
@@ -33,6 +37,8 @@ class RecordingMocks(pulumi.runtime.Mocks):
         outputs = dict(args.inputs)
         if args.typ == REMOTE_SCRIPT:
             outputs["result"] = fake_result(args.inputs["create"]["script"], args.name)
+        if args.typ == REMOTE_COMMAND:
+            outputs["stdout"] = fake_stdout(args.inputs, args.name)
         if args.typ == DOCKER_CONTAINER:
             outputs["networkDatas"] = [
                 {"networkName": network["name"], "ipAddress": network.get("ipv4Address", "")}
@@ -51,11 +57,21 @@ def fake_result(script: str, name: str) -> dict[str, Any]:
         "host/image-build.sh": {"image_id": "sha256:built"},
         "host/image-load.sh": {"image_id": "sha256:built"},
         "host/mesh-collect.sh": {
-            "user_key": f"ssh-ed25519 AAAA{name}", "host_key": f"ssh-ed25519 BBBB{name}", "socket_ifname": "eth0",
+            "user_key": f"ssh-ed25519 AAAA{name}",
+            "host_key": f"ssh-ed25519 BBBB{name}",
+            "socket_ifname": "eth0",
         },
         "host/deepspeed-launch.sh": {"status": "succeeded", "log": "/opt/dslab/run/train.log"},
-        "host/interface-mtu.sh": {"interface": "eth0", "mtu": 1500 if "server1" in name else 9000},
-        "host/cluster-preflight.sh": {"nodes": 2, "busbw_gbps": 3.5, "allreduce": {"backend": "gloo"}},
         "operator/new-secret.sh": {"secret": "5" * 64},
         "host/ipsec-run.sh": {"container_id": f"{name}-cid"},
     }.get(script, {})
+
+
+def fake_stdout(inputs: dict[str, Any], name: str) -> str:
+    """What a Command prints: the image's preflight.sh run by `docker exec`, or a host script
+    of `assets/` fed to `bash -s` (recognised by its text)."""
+    if "/opt/dslab/preflight.sh" in str(inputs.get("create", "")):
+        return '{"nodes": 2, "busbw_gbps": 3.5, "allreduce": {"backend": "gloo"}}'
+    if inputs.get("stdin") == (ASSETS_DIR / "host" / "interface-mtu.sh").read_text(encoding="utf-8"):
+        return "1500" if "server1" in name else "9000"
+    return ""

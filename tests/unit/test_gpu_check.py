@@ -8,6 +8,8 @@ Golden files are in ``golden/``; rewrite them with ``UPDATE_GOLDEN=1`` and revie
 
 from __future__ import annotations
 
+import shlex
+
 import json
 import os
 from pathlib import Path
@@ -20,6 +22,7 @@ from bench import gpu_check
 from components.config import LabConfig, LlamaFactoryWorkload, load_stack_file
 from components.paths import ASSETS_DIR
 from components.run_files import RunFiles, run_deepspeed_env, run_files
+from tests.support.credentials import unit_credentials
 from harness.pulumi_cli import REPO
 from tests.support.recording_mocks import RecordingMocks
 
@@ -82,7 +85,7 @@ def test_what_the_check_runs_is_what_the_program_places_in_the_manager_container
     from components.lab import Lab
 
     config = gpu_stack()
-    lab = Lab("lab", config, project_dir=REPO, owner="organization/dslab/gpu")
+    lab = Lab("lab", config, project_dir=REPO, owner="organization/dslab/gpu", credentials=unit_credentials(config))
     assert lab.launch is not None
     local = local_files(gpus=8)
 
@@ -95,7 +98,7 @@ def test_what_the_check_runs_is_what_the_program_places_in_the_manager_container
         # The mock container found its overlay interface as eth0; the GPU machine's is found the same way.
         assert placed["root/.deepspeed_env"]["content"] == run_deepspeed_env(config, "eth0")
         program_argv = after_dashes(launch["create"]["args"])
-        program_preflight = after_dashes(preflight["create"]["args"])
+        program_preflight = after_dashes(shlex.split(preflight["create"]))
         assert local.argv == ("deepspeed", "--no_ssh_check", *program_argv[1:])
         assert local.preflight_argv == ("deepspeed", "--no_ssh_check", *program_preflight[1:])
         assert placed["opt/dslab/run/hostfile"]["content"] == "gpu1 slots=1\n"

@@ -12,11 +12,13 @@ import pytest
 import yaml
 
 from components.config import load_stack_file
+from tests.support.credentials import unit_credentials
 from harness.pulumi_cli import REPO
 from tests.support.recording_mocks import (
     DOCKER_CONTAINER,
     DOCKER_NETWORK,
     DOCKER_PROVIDER,
+    REMOTE_COMMAND,
     REMOTE_SCRIPT,
     RecordingMocks,
 )
@@ -38,7 +40,9 @@ def build_dev_lab() -> Any:
     from components.lab import Lab
 
     config = load_stack_file(REPO / "Pulumi.dev.yaml")
-    return Lab("lab", config, project_dir=Path(REPO), owner="organization/dslab/dev")
+    return Lab(
+        "lab", config, project_dir=Path(REPO), owner="organization/dslab/dev", credentials=unit_credentials(config)
+    )
 
 
 @pulumi.runtime.test
@@ -55,7 +59,9 @@ def test_every_manual_step_of_the_write_up_is_a_resource(mocks: RecordingMocks) 
         assert scripts["lab-mesh-server2-trust"] == "host/container-put-files.sh"
         assert scripts["lab-mesh-reach"] == "host/mesh-check.sh", "up ends with the mesh proven to carry ssh"
         assert scripts["lab-training-run"] == "host/deepspeed-launch.sh"
-        docker = {r.name: r.type for r in mocks.resources.values() if r.type.startswith(("docker:", "pulumi:providers"))}
+        docker = {
+            r.name: r.type for r in mocks.resources.values() if r.type.startswith(("docker:", "pulumi:providers"))
+        }
         assert docker == {
             "server1-docker": DOCKER_PROVIDER,
             "server2-docker": DOCKER_PROVIDER,
@@ -63,6 +69,42 @@ def test_every_manual_step_of_the_write_up_is_a_resource(mocks: RecordingMocks) 
             "server1-llm": DOCKER_CONTAINER,
             "server2-llm": DOCKER_CONTAINER,
         }, "the engines, the overlay and the containers are pulumi-docker resources named as in the write-up"
+        commands = {r.name: r.inputs for r in mocks.resources.values() if r.type == REMOTE_COMMAND}
+        assert set(commands) == {
+            "lab-network-server1-mtu",
+            "lab-network-server2-mtu",
+            "lab-swarm-server2-membership",
+            "lab-training-preflight-check",
+        }, "steps with nothing to read back are pulumi-command Commands"
+
+    return everything_registered(lab).apply(check)
+
+
+@pulumi.runtime.test
+def test_every_command_checks_its_hosts_key_and_sends_its_script_on_stdin(mocks: RecordingMocks) -> Any:
+    lab = build_dev_lab()
+
+    def check(_: Any) -> None:
+        commands = [r for r in mocks.resources.values() if r.type == REMOTE_COMMAND]
+        for command in commands:
+            connection = command.inputs["connection"]
+            connection = connection.get("value", connection)  # a secret as the mocks see it
+            host = "server1" if connection["host"] == "10.0.18.1" else "server2"
+            assert connection["hostKey"] == f"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI{host}", command.name
+            assert command.inputs["addPreviousOutputInEnv"] is False, "no last output sent to the host"
+            assert len(command.inputs["create"]) < 400, "the script travels on stdin, not in the command line"
+        membership = next(c.inputs for c in commands if c.name == "lab-swarm-server2-membership")
+        assert "10.0.18.1" in str(membership["connection"]), "the manager forgets the worker's node"
+        assert membership["stdin"] == (REPO / "assets" / "host" / "swarm-node.sh").read_text()
+        assert shlex.split(membership["create"]) == [
+            "bash",
+            "-s",
+            "--",
+            "prune",
+            "10.0.18.2",
+            "lab-swarm-server2-join-node",
+        ]
+        assert shlex.split(membership["delete"]) == ["bash", "-s", "--", "remove", "lab-swarm-server2-join-node"]
 
     return everything_registered(lab).apply(check)
 
@@ -178,7 +220,8 @@ def test_the_preflight_runs_before_training_and_again_whenever_training_does(moc
     def check(values: list[Any]) -> None:
         preflight = mocks.resources["lab-training-preflight-check"]
         launch = mocks.resources["lab-training-run"]
-        args = preflight.inputs["create"]["args"]
+        args = shlex.split(preflight.inputs["create"])
+        assert args[:4] == ["docker", "exec", "llm", "/opt/dslab/preflight.sh"], "in the manager's container"
         allreduce = args[args.index("--") + 1 :]
         assert allreduce[:7] == [
             "deepspeed", "--hostfile", "/opt/dslab/run/hostfile", "--master_addr", "10.0.3.128",
@@ -201,7 +244,10 @@ def test_without_preflight_training_follows_the_run_files_directly(mocks: Record
     document = yaml.safe_load((REPO / "Pulumi.dev.yaml").read_text(encoding="utf-8"))
     values, _ = strip_namespace(document["config"])
     values.setdefault("training", {})["preflight"] = {"enabled": False}
-    lab = Lab("lab", load_lab_config(values), project_dir=Path(REPO), owner="organization/dslab/dev")
+    config = load_lab_config(values)
+    lab = Lab(
+        "lab", config, project_dir=Path(REPO), owner="organization/dslab/dev", credentials=unit_credentials(config)
+    )
     assert "preflight_busbw_gbps" not in lab.outputs
 
     def check(_: Any) -> None:
@@ -252,7 +298,10 @@ def build_lab_with(network: dict[str, Any]) -> Any:
     document = yaml.safe_load((REPO / "Pulumi.dev.yaml").read_text(encoding="utf-8"))
     values, _ = strip_namespace(document["config"])
     values["network"] = {**values.get("network", {}), **network}
-    return Lab("lab", load_lab_config(values), project_dir=Path(REPO), owner="organization/dslab/dev")
+    config = load_lab_config(values)
+    return Lab(
+        "lab", config, project_dir=Path(REPO), owner="organization/dslab/dev", credentials=unit_credentials(config)
+    )
 
 
 @pulumi.runtime.test

@@ -11,6 +11,13 @@ from components.local_files import missing_local_files, require_local_files
 from harness.pulumi_cli import REPO
 
 
+KNOWN_HOSTS = (
+    "10.0.18.1 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOne\n"
+    "10.0.18.2 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITwo\n"
+)
+"""The dev stack's two hosts (port 22), one key each."""
+
+
 def dev_config() -> LabConfig:
     return load_stack_file(REPO / "Pulumi.dev.yaml")
 
@@ -36,8 +43,19 @@ def test_every_file_present_and_private_passes(tmp_path: Path) -> None:
     (tmp_path / ".simhosts").mkdir()
     (tmp_path / ".simhosts" / "operator_ed25519").write_text("key")
     (tmp_path / ".simhosts" / "operator_ed25519").chmod(0o600)
-    (tmp_path / ".simhosts" / "known_hosts").write_text("")
+    (tmp_path / ".simhosts" / "known_hosts").write_text(KNOWN_HOSTS)
     require_local_files(dev_config(), tmp_path)  # the CA bundle path is absolute and exists here
+
+
+def test_a_host_known_hosts_holds_no_key_for_is_named_with_the_way_to_add_it(tmp_path: Path) -> None:
+    (tmp_path / ".simhosts").mkdir()
+    (tmp_path / ".simhosts" / "operator_ed25519").write_text("key")
+    (tmp_path / ".simhosts" / "operator_ed25519").chmod(0o600)
+    (tmp_path / ".simhosts" / "known_hosts").write_text(KNOWN_HOSTS.splitlines()[0] + "\n")
+    assert missing_local_files(dev_config(), tmp_path) == [
+        "dslab:operator.known_hosts_path: '.simhosts/known_hosts' holds no key for server2 (10.0.18.2); "
+        "add the host's key after checking its fingerprint, e.g. ssh-keyscan -p 22 10.0.18.2"
+    ]
 
 
 def test_require_raises_one_error_listing_every_problem(tmp_path: Path) -> None:

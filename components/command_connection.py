@@ -1,0 +1,59 @@
+"""How `command.remote.Command` reaches a host: the operator's key (a secret) and the host key
+the operator's known_hosts trusts for it, checked on every connection."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pulumi
+import pulumi_command as command
+from pydantic import SecretStr
+
+from components.config import Host, LabConfig
+from components.known_hosts import host_key
+from components.paths import project_path
+
+DIAL_ATTEMPTS = 3
+"""Connection attempts before a step fails: a host that is down is named within ~30 s."""
+DIAL_TIMEOUT_SECONDS = 10
+
+
+@dataclass(frozen=True)
+class OperatorCredentials:
+    """The operator's private key (secret) and, per host name, the host key to check."""
+
+    private_key: pulumi.Input[str]
+    host_keys: dict[str, str]
+
+
+def read_operator_credentials(config: LabConfig, project_dir: Path) -> OperatorCredentials:
+    """The credentials from the stack's key and known_hosts files, which
+    components.local_files has checked (each host's key is there)."""
+    operator = config.operator
+    if operator.private_key_path is not None:
+        text = project_path(operator.private_key_path, project_dir).read_text(encoding="utf-8")
+    elif isinstance(operator.private_key, SecretStr):
+        text = operator.private_key.get_secret_value()
+    else:
+        raise ValueError("dslab:operator.private_key could not be decrypted; run through `pulumi up`")
+    known_hosts = project_path(operator.known_hosts_path, project_dir)
+    host_keys: dict[str, str] = {}
+    for host in config.hosts:
+        key = host_key(known_hosts, host.address, host.ssh_port)
+        if key is None:
+            raise ValueError(f"{operator.known_hosts_path} holds no key for {host.name} ({host.address})")
+        host_keys[host.name] = key
+    return OperatorCredentials(private_key=pulumi.Output.secret(text.rstrip("\n") + "\n"), host_keys=host_keys)
+
+
+def command_connection(host: Host, credentials: OperatorCredentials) -> command.remote.ConnectionArgs:
+    return command.remote.ConnectionArgs(
+        host=host.address,
+        port=host.ssh_port,
+        user=host.ssh_user,
+        private_key=credentials.private_key,
+        host_key=credentials.host_keys[host.name],
+        dial_error_limit=DIAL_ATTEMPTS,
+        per_dial_timeout=DIAL_TIMEOUT_SECONDS,
+    )
