@@ -109,6 +109,8 @@ class DeepSpeedLaunch(pulumi.ComponentResource):
                 pulumi.ResourceOptions(parent=self),
             )
             before_run.append(self.preflight.resource)
+        # A RemoteScript, not a Command: a Command's error repeats the run's whole log, and a
+        # new key file would make a Command train again (components.remote_script).
         launch = RemoteScript(
             f"{name}-run",
             label=f"{args.manager.name}: deepspeed",

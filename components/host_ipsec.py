@@ -6,10 +6,12 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import pulumi
+import pulumi_command as command
 
 from components.connection import RemoteHost
 from components.image import TrainingImage, TrainingImageArgs
 from components.naming import component_type
+from components.paths import ASSETS_DIR
 from components.remote_script import RemoteScript, script_call
 
 ROUTE_TABLE = 4789
@@ -35,7 +37,7 @@ class HostIpsecArgs:
 
 
 class HostIpsec(pulumi.ComponentResource):
-    """Creates the lab's pre-shared key (a RemoteScript on this machine, secret), the IPsec
+    """Creates the lab's pre-shared key (a local Command on this machine, secret), the IPsec
     image on every host (a TrainingImage of `assets/ipsec/`), and per host a RemoteScript that
     runs its IPsec container and waits for the tunnel to every other host.
 
@@ -45,14 +47,16 @@ class HostIpsec(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: HostIpsecArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(component_type("HostIpsec"), name, None, opts)
-        key = RemoteScript(
+        key = command.local.Command(
             f"{name}-psk",
-            label="IPsec pre-shared key",
-            connection=None,
-            create=script_call("operator/new-secret.sh"),
-            opts=pulumi.ResourceOptions(parent=self, additional_secret_outputs=["result"]),
+            create="bash -s",
+            stdin=(ASSETS_DIR / "operator" / "new-secret.sh").read_text(encoding="utf-8"),
+            # The key is printed nowhere, and kept in state encrypted.
+            logging=command.local.Logging.NONE,
+            add_previous_output_in_env=False,
+            opts=pulumi.ResourceOptions(parent=self, additional_secret_outputs=["stdout"]),
         )
-        psk: pulumi.Output[str] = pulumi.Output.secret(key.result.apply(lambda result: str(result["secret"])))
+        psk: pulumi.Output[str] = pulumi.Output.secret(key.stdout)
         image = TrainingImage(
             f"{name}-image",
             TrainingImageArgs(

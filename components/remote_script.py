@@ -1,9 +1,14 @@
 """RemoteScript: a resource that runs one of our `assets/` scripts on a host over SSH.
 
-It plays the part of `pulumi_command.remote.Command` (whose provider binary cannot be
-built from what our module proxy serves, see README.md), with two additions
-the lab needs: a `read` script, so `pulumi refresh` sees what really exists on the host,
-and script progress streamed to the Pulumi CLI while it runs.
+Steps with nothing to read back are `command.remote.Command`s (components.host_command).
+RemoteScript is for what `command.remote.Command` cannot do:
+- a `read` script, so `pulumi refresh` (which every command runs: `refresh: always`) sees what
+  really exists on the host: a swarm membership, a claim, keys and files in a container, an
+  image; with `repair_in_place`, drift is put back without replacing what depends on it;
+- a connection change (a new key file) that re-runs nothing: a Command runs its create again
+  on any input change, which for training means training again;
+- a failure that reads as the host, the step and the script's last lines: a Command's error
+  holds the whole output, which for training is its whole log, printed twice.
 
 Conventions for the scripts (all in `assets/`, run with bash):
 - create/delete/read get their arguments as argv and secrets on stdin;

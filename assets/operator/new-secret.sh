@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
 # A new random secret (256 bits, hex), made on the operator's machine. Usage: new-secret.sh
 set -euo pipefail
-printf '{"secret": "%s"}\n' "$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')"
+od -An -N32 -tx1 /dev/urandom | tr -d ' \n'
+echo

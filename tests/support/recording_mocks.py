@@ -16,6 +16,7 @@ DOCKER_CONTAINER = "docker:index/container:Container"
 DOCKER_NETWORK = "docker:index/network:Network"
 DOCKER_PROVIDER = "pulumi:providers:docker"
 REMOTE_COMMAND = "command:remote:Command"
+LOCAL_COMMAND = "command:local:Command"
 
 
 @dataclass
@@ -37,7 +38,7 @@ class RecordingMocks(pulumi.runtime.Mocks):
         outputs = dict(args.inputs)
         if args.typ == REMOTE_SCRIPT:
             outputs["result"] = fake_result(args.inputs["create"]["script"], args.name)
-        if args.typ == REMOTE_COMMAND:
+        if args.typ in (REMOTE_COMMAND, LOCAL_COMMAND):
             outputs["stdout"] = fake_stdout(args.inputs, args.name)
         if args.typ == DOCKER_CONTAINER:
             outputs["networkDatas"] = [
@@ -62,7 +63,6 @@ def fake_result(script: str, name: str) -> dict[str, Any]:
             "socket_ifname": "eth0",
         },
         "host/deepspeed-launch.sh": {"status": "succeeded", "log": "/opt/dslab/run/train.log"},
-        "operator/new-secret.sh": {"secret": "5" * 64},
         "host/ipsec-run.sh": {"container_id": f"{name}-cid"},
     }.get(script, {})
 
@@ -74,4 +74,6 @@ def fake_stdout(inputs: dict[str, Any], name: str) -> str:
         return '{"nodes": 2, "busbw_gbps": 3.5, "allreduce": {"backend": "gloo"}}'
     if inputs.get("stdin") == (ASSETS_DIR / "host" / "interface-mtu.sh").read_text(encoding="utf-8"):
         return "1500" if "server1" in name else "9000"
+    if inputs.get("stdin") == (ASSETS_DIR / "operator" / "new-secret.sh").read_text(encoding="utf-8"):
+        return "5" * 64
     return ""

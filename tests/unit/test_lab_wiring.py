@@ -310,8 +310,9 @@ def test_strongswan_puts_a_tunnel_on_every_host_under_a_plain_overlay_with_room_
 
     def check(values: list[Any]) -> None:
         psk = mocks.resources["lab-ipsec-psk"]
-        assert psk.inputs.get("connection") is None, "the key is made on this machine, not on a host"
-        assert psk.inputs["create"]["script"] == "operator/new-secret.sh"
+        assert psk.type == "command:local:Command", "the key is made on this machine, not on a host"
+        assert psk.inputs["stdin"] == (REPO / "assets" / "operator" / "new-secret.sh").read_text()
+        assert psk.inputs["logging"] == "none", "and printed nowhere"
         assert mocks.resources["lab-ipsec-image-server1-build"].inputs["create"]["script"] == "host/image-build.sh"
         assert mocks.resources["lab-ipsec-image-server2-ship"].inputs["create"]["script"] == "host/image-load.sh"
         for host, address, peer in (("server1", "10.0.18.1", "10.0.18.2"), ("server2", "10.0.18.2", "10.0.18.1")):
