@@ -111,8 +111,3 @@ def plan_addresses(
         ip_range=ip_range,
         container_addresses=tuple(assigned),
     )
-
-
-def render_etc_hosts(plan: AddressPlan) -> str:
-    """``/etc/hosts`` lines mapping every container's address to its host name."""
-    return "".join(f"{address}\t{name}\n" for name, address in plan.container_addresses)

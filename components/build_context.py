@@ -13,7 +13,6 @@ from typing import Any
 from components.config import ImageConfig
 from components.paths import ASSETS_DIR, project_path
 
-SYSTEM_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 CONTAINER_PYTHON_SCRIPTS = (
     "train_tiny.py",
     "make_tiny_llama.py",

@@ -133,13 +133,6 @@ def slots(value: int) -> int:
     return value
 
 
-def positive_int(value: int) -> int:
-    """An integer >= 1."""
-    if value < 1:
-        raise ValueError("must be a positive integer; expected e.g. 1")
-    return value
-
-
 def seconds(value: int) -> int:
     """A duration in whole seconds; 0 turns the thing it bounds off."""
     if value < 0:
@@ -494,7 +487,6 @@ IPv4Str = Annotated[str, BeforeValidator(ipv4_address)]
 IPv4NetworkStr = Annotated[str, BeforeValidator(ipv4_network)]
 Port = Annotated[int, BeforeValidator(not_a_boolean), AfterValidator(port)]
 Slots = Annotated[int, BeforeValidator(not_a_boolean), AfterValidator(slots)]
-PositiveInt = Annotated[int, AfterValidator(positive_int)]
 Mtu = Annotated[int, AfterValidator(mtu)]
 Seconds = Annotated[int, BeforeValidator(not_a_boolean), AfterValidator(seconds)]
 NonNegativeFloat = Annotated[float, PlainValidator(non_negative_float)]

@@ -15,7 +15,6 @@ import pytest
 from components.address_plan import (
     AddressPlanError,
     plan_addresses,
-    render_etc_hosts,
     static_candidates,
 )
 from components.config import (
@@ -268,9 +267,3 @@ def test_the_address_plan_fails_when_the_subnet_is_full() -> None:
             "10.0.3.0/29", [("a", None), ("b", None), ("c", None), ("d", None)]
         )
 
-
-def test_etc_hosts_maps_each_container_address_to_its_host_name(dev: LabConfig) -> None:
-    assert (
-        render_etc_hosts(dev.address_plan())
-        == "10.0.3.128\tserver1\n10.0.3.129\tserver2\n"
-    )
