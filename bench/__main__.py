@@ -1,7 +1,8 @@
 """`python -m bench [--runs N] [--hosts 2,4,8] [--distribution-hosts 2] [--only PART,...]`
 
 Measures on the simulated hosts (it brings up as many hosts as each part needs) and writes
-bench/results.json and bench/results.png. Parts: floor, steady, cold, distribution, allreduce.
+bench/results.json and bench/results.png. Parts: floor, steady, cold, distribution, allreduce,
+registry.
 A part left out keeps its figures from the previous results.json, so parts can be rerun alone.
 """
 
@@ -15,10 +16,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import lifecycle, network, report
+from bench import lifecycle, network, registry, report
 
 HERE = Path(__file__).resolve().parent
-PARTS = ("floor", "steady", "cold", "allreduce", "distribution")
+PARTS = ("floor", "steady", "cold", "allreduce", "distribution", "registry")
 
 
 def host_counts(text: str) -> list[int]:
@@ -49,6 +50,10 @@ def main() -> None:
         "--distribution-hosts", type=host_counts, default=[2],
         help="lab sizes for build-once vs every-host (default 2: above it, warming every worker's build cache means N-1 builds from nothing at once)",
     )
+    parser.add_argument(
+        "--registry-hosts", type=host_counts, default=[2, 4, 8],
+        help="host counts for the registry against the copy (default 2,4,8)",
+    )  # fmt: skip
     parser.add_argument("--only", default=",".join(PARTS), help=f"parts to run (default all: {','.join(PARTS)})")
     args = parser.parse_args()
     parts = set(args.only.split(","))
@@ -80,6 +85,12 @@ def main() -> None:
             runs = args.runs if hosts <= 2 else args.large_runs
             shipped[hosts] = lifecycle.distribution(hosts, runs, cold_builds=hosts <= 2)
             results["distribution"] = [shipped[hosts] for hosts in sorted(shipped)]
+            save(results, path)
+    if "registry" in parts:
+        compared = {entry["hosts"]: entry for entry in results.get("registry_vs_copy", [])}
+        for hosts in args.registry_hosts:
+            compared[hosts] = registry.registry_against_copy(hosts, args.runs)
+            results["registry_vs_copy"] = [compared[hosts] for hosts in sorted(compared)]
             save(results, path)
     results["machine"] = {"cpus": os.cpu_count(), "platform": platform.platform()}
     results["runs"] = args.runs

@@ -46,6 +46,10 @@ def ratios(results: dict[str, Any]) -> dict[str, float | None]:
         "cold_up_8_over_2_without_ship": ratio(
             cold.get(8, {}).get("pulumi_up_without_ship_s"), two.get("pulumi_up_without_ship_s")
         ),
+        **{
+            f"registry_over_copy_{entry['hosts']}": ratio(entry["registry_s"], entry["copy_s"])
+            for entry in results.get("registry_vs_copy", [])
+        },
         "hostmode_allreduce_over_bare": ratio(
             allreduce.get("host", {}).get(LARGEST), allreduce.get("bare", {}).get(LARGEST)
         ),

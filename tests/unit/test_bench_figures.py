@@ -1,5 +1,5 @@
 """The bench's reading of a cold up: how much of it was shipping the image, and the ratio
-of 8 to 2 hosts without it."""
+of 8 to 2 hosts without it, and a registry against the copy."""
 
 from __future__ import annotations
 
@@ -33,3 +33,15 @@ def test_the_8_over_2_ratio_without_shipping_uses_what_is_left_of_each_up() -> N
     figures = ratios(results)
     assert figures["cold_up_8_over_2"] == 3.333
     assert figures["cold_up_8_over_2_without_ship"] == 1.4
+
+
+def test_the_registry_is_compared_with_the_copy_per_host_count() -> None:
+    results = {
+        "registry_vs_copy": [
+            {"hosts": 2, "copy_s": 60.0, "registry_s": 75.0},
+            {"hosts": 8, "copy_s": 250.0, "registry_s": 100.0},
+        ]
+    }
+    figures = ratios(results)
+    assert figures["registry_over_copy_2"] == 1.25
+    assert figures["registry_over_copy_8"] == 0.4
