@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.sim_hosts import inspect, hosts_up, on_host
+from tests.support.sim_hosts import hosts_up, inspect, keep_build_cache, on_host
 from harness.pulumi_cli import PulumiCli, ensure_toolchain
 from harness.stack_project import Stack, project_copy
 
@@ -37,6 +37,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
 def test_up_trains_across_both_hosts_networks_without_a_swarm(stack: Stack) -> None:
     stack.pulumi("up", "--yes")
+    keep_build_cache()
     outputs = stack.outputs()
 
     assert outputs["container_ips"] == HOSTS, "each container has its host's address"

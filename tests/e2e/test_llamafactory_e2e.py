@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.sim_hosts import SSH_CONFIG, hosts_up, on_host
+from tests.support.sim_hosts import SSH_CONFIG, hosts_up, keep_build_cache, on_host
 from harness.pulumi_cli import PulumiCli, ensure_toolchain
 from harness.stack_project import Stack, project_copy
 from tests.support.tiny_llamafactory import DATASETS, INPUTS, MODEL, OUTPUT_DIR, TINY_LORA_SFT
@@ -56,6 +56,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 def test_the_image_with_llamafactory_makes_the_tiny_model_and_dataset(stack: Stack) -> None:
     stack.merge_config({"image": {"llamafactory": "0.9.4"}, "training": {"launch": False}})
     stack.pulumi("up", "--yes")
+    keep_build_cache()
     image_ids = stack.outputs()["image_ids"]
     assert isinstance(image_ids, dict)
 

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.sim_hosts import inspect, host_fault, hosts_up, on_host, wait_for_sshd
+from tests.support.sim_hosts import host_fault, hosts_up, inspect, keep_build_cache, on_host, wait_for_sshd
 from harness.pulumi_cli import REPO, PulumiCli, ensure_toolchain
 from harness.stack_project import Stack, project_copy
 
@@ -50,6 +50,7 @@ LOGS: dict[str, str] = {}
 
 def test_up_from_nothing_builds_the_cluster_and_trains_across_both_containers(stack: Stack) -> None:
     LOGS["up"] = stack.pulumi("up", "--yes")
+    keep_build_cache()
     outputs = stack.outputs()
 
     nodes = on_host("server1", "docker", "node", "ls", "--format", "{{.Hostname}} {{.Status}}").split("\n")

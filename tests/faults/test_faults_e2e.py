@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.sim_hosts import inspect, host_fault, hosts_up, on_host, wait_for_sshd
+from tests.support.sim_hosts import host_fault, hosts_up, inspect, keep_build_cache, on_host, wait_for_sshd
 from harness.pulumi_cli import REPO, PulumiCli, ensure_toolchain
 from harness.stack_project import Stack, project_copy
 from tests.support.wire import Capture, host_link
@@ -118,6 +118,7 @@ def test_a_worker_host_down_during_up_fails_naming_it_and_the_next_up_converges(
     started = time.monotonic()
     up(stack)
     timed("worker host down during up", "next up converged in", started)
+    keep_build_cache()
     assert_trained_across_both(stack)
     stack.pulumi("preview", "--expect-no-changes")
 
