@@ -87,6 +87,7 @@ class OverlayNetwork(pulumi.ComponentResource):
                 f"{name}-{host.name}-ipsec",
                 host.command,
                 "host/ipsec-check.sh",
+                [host.name],
                 opts=pulumi.ResourceOptions(parent=self),
             )
             for host in (args.hosts if args.encrypted else ())
@@ -99,7 +100,7 @@ class OverlayNetwork(pulumi.ComponentResource):
                     f"{name}-{host.name}-mtu",
                     host.command,
                     "host/interface-mtu.sh",
-                    [host.address],
+                    [host.name, host.address],
                     opts=pulumi.ResourceOptions(parent=self),
                 )
                 for host in args.hosts
