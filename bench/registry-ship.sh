@@ -6,7 +6,8 @@
 # engine is reconfigured or restarted): push once, every worker pulls at once.
 #
 # usage: registry-ship.sh SSH_CONFIG setup|copy|registry|teardown IMAGE MANAGER=ADDRESS [WORKER=ADDRESS]...
-#   setup: certificate, registry image on the manager, trust on every host (idempotent)
+#   setup: certificate, registry image on the manager, trust on every host, IMAGE off every
+#     worker (every tag of it: new hosts hold none of its layers); idempotent
 #   copy, registry: one timed distribution of IMAGE to every worker, which must not hold it;
 #     prints "seconds" (registry: "push_seconds pull_seconds"); the workers' copies are removed after
 #   teardown: the registry container, image, certificates and trust removed from every host
@@ -24,8 +25,11 @@ pushed="$registry/dslab-bench/ship:latest"
 certs="/etc/dslab-bench-registry"
 on() { local host=$1; shift; ssh -F "$ssh_config" "$host" "$(printf '%q ' "$@")"; }
 since() { awk -v from="$1" -v to="$EPOCHREALTIME" 'BEGIN { printf "%.3f", to - from }'; }
+# By id: every tag and digest of the image goes, so no worker keeps its layers.
 remove_from_workers() {
-  for worker in "${workers[@]}"; do on "$worker" docker image rm --force "$@" >/dev/null 2>&1 || true; done
+  local id
+  id=$(on "$manager" docker image inspect --format '{{.Id}}' "$image")
+  for worker in "${workers[@]}"; do on "$worker" docker image rm --force "$id" >/dev/null 2>&1 || true; done
 }
 
 case "$mode" in
@@ -38,8 +42,10 @@ case "$mode" in
     for host in "${all[@]}"; do
       on "$host" sh -c "mkdir -p /etc/docker/certs.d/$registry && cat > /etc/docker/certs.d/$registry/ca.crt" <"$work/registry.crt"
     done
+    # New hosts hold none of the image's layers: no tag on a worker may keep them.
+    remove_from_workers
     if ! on "$manager" docker image inspect dslab-bench/registry >/dev/null 2>&1; then
-      tar -C "$here/registry" -c Dockerfile | on "$manager" docker build --quiet -t dslab-bench/registry - >/dev/null
+      tar -C "$here/registry" -c Dockerfile config.yml | on "$manager" docker build --quiet -t dslab-bench/registry - >/dev/null
     fi
     ;;
   copy)
@@ -55,7 +61,7 @@ case "$mode" in
     for load in "${loads[@]}"; do wait "$load"; done
     rm -rf "$fifos"
     since "$started"; echo
-    remove_from_workers "$image"
+    remove_from_workers
     ;;
   registry)
     # A new, empty registry each time: a push into a registry that holds the layers is free.
@@ -78,7 +84,7 @@ case "$mode" in
     done
     for pull in "${pulls[@]}"; do wait "$pull"; done
     echo "$push_seconds $(since "$pushed_at")"
-    remove_from_workers "$pushed"
+    remove_from_workers
     on "$manager" docker image rm "$pushed" >/dev/null
     on "$manager" docker rm --force --volumes dslab-bench-registry >/dev/null
     ;;

@@ -1,6 +1,6 @@
 """One step on a host as a `command.remote.Command`: a script of `assets/` sent on stdin to
 `bash -s`, so the command line (which the provider prints in every error and the preview
-shows) stays short, and the script needs nothing installed on the host.
+shows) stays short, and the host needs only bash.
 
 For steps with nothing to read back: a Command has no read, so `pulumi refresh` cannot
 see what it made change on the host (those steps are RemoteScripts, with a read script).
