@@ -40,18 +40,7 @@ on "$manager" docker network create --driver overlay --attachable --subnet "$sub
   --ip-range "$ip_range" --gateway "$gateway" --opt "com.docker.network.driver.mtu=$mtu" "$network" >/dev/null
 
 wait "$build"
-if [ ${#workers[@]} -gt 0 ]; then
-  fifos=$(mktemp -d)
-  loads=()
-  for worker in "${workers[@]}"; do
-    mkfifo "$fifos/$worker"
-    on "$worker" docker load <"$fifos/$worker" >/dev/null &
-    loads+=($!)
-  done
-  on "$manager" docker save "$tag" | tee "${workers[@]/#/$fifos/}" >/dev/null
-  for load in "${loads[@]}"; do wait "$load"; done
-  rm -rf "$fifos"
-fi
+bash "$(dirname "$0")/image-fanout.sh" "$ssh_config" "$tag" "$manager" "${workers[@]}"
 
 starts=()
 for host in "${all[@]}"; do

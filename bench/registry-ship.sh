@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Image distribution two ways, for the bench: today's copy through the operator (`docker save`
-# on the manager streamed to `docker load` on every worker at once, as floor-up.sh and the
-# program do) against a registry on the manager (Debian's docker-registry, TLS with a
-# throwaway self-signed certificate every engine trusts through /etc/docker/certs.d, so no
-# engine is reconfigured or restarted): push once, every worker pulls at once.
+# Image distribution two ways, for the bench: today's copy through the operator
+# (image-fanout.sh, as floor-up.sh and the program do) against a registry on the manager
+# (Debian's docker-registry, TLS with a throwaway self-signed certificate every engine trusts
+# through /etc/docker/certs.d, so no engine is reconfigured or restarted): push once, every
+# worker pulls at once.
 #
 # usage: registry-ship.sh SSH_CONFIG setup|copy|registry|teardown IMAGE MANAGER=ADDRESS [WORKER=ADDRESS]...
 #   setup: certificate, registry image on the manager, trust on every host, IMAGE off every
@@ -50,16 +50,7 @@ case "$mode" in
     ;;
   copy)
     started=$EPOCHREALTIME
-    fifos=$(mktemp -d)
-    loads=()
-    for worker in "${workers[@]}"; do
-      mkfifo "$fifos/$worker"
-      on "$worker" docker load <"$fifos/$worker" >/dev/null &
-      loads+=($!)
-    done
-    on "$manager" docker save "$image" | tee "${workers[@]/#/$fifos/}" >/dev/null
-    for load in "${loads[@]}"; do wait "$load"; done
-    rm -rf "$fifos"
+    bash "$here/image-fanout.sh" "$ssh_config" "$image" "$manager" "${workers[@]}"
     since "$started"; echo
     remove_from_workers
     ;;
