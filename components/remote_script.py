@@ -304,16 +304,35 @@ def _feed(process: subprocess.Popen[bytes], pieces: Iterator[bytes]) -> None:
         pass  # the script did not read all of its stdin; its exit code says more
 
 
+class BrokenResult(ValueError):
+    """The script's last stdout line opens a JSON object that does not parse."""
+
+
 def parse_result(stdout: str) -> dict[str, Any]:
-    """The JSON object on the script's last stdout line, or {} when it printed none."""
+    """The JSON object on the script's last stdout line, or {} when it printed none (a last
+    line that is not one, a container name `docker rm` printed say, is no result).
+
+    Raises BrokenResult when that line starts like an object but does not parse: a script
+    meant a result and wrote it badly, and an empty one would hide it (a stack output would
+    read "" over a run that succeeded)."""
     lines = [line for line in stdout.splitlines() if line.strip()]
     if not lines:
         return {}
+    last = lines[-1].strip()
     try:
-        result = json.loads(lines[-1])
-    except json.JSONDecodeError:
+        result = json.loads(last)
+    except json.JSONDecodeError as error:
+        if last.startswith("{"):
+            raise BrokenResult(f"its result is not JSON ({error}): {last[:200]}") from None
         return {}
     return result if isinstance(result, dict) else {}
+
+
+def script_result(label: str, connection: dict[str, Any] | None, call: dict[str, Any], stdout: str) -> dict[str, Any]:
+    try:
+        return parse_result(stdout)
+    except BrokenResult as error:
+        raise RemoteScriptError(f"{label}: {call['script']} on {describe(connection)}: {error}") from None
 
 
 def failure(label: str, connection: dict[str, Any] | None, call: dict[str, Any], code: int, stderr: str) -> RemoteScriptError:
@@ -347,7 +366,7 @@ class RemoteScriptProvider(ResourceProvider):
             code, stdout, stderr = run_script(props["label"], props.get("connection"), call, stdin)
         if code != 0:
             raise failure(props["label"], props.get("connection"), call, code, stderr)
-        return parse_result(stdout)
+        return script_result(props["label"], props.get("connection"), call, stdout)
 
     @reported
     def create(self, props: dict[str, Any]) -> CreateResult:
@@ -390,7 +409,7 @@ class RemoteScriptProvider(ResourceProvider):
             return ReadResult(id_=id_, outs={**props, "drifted": True})
         if code != 0:
             raise failure(props["label"], props.get("connection"), call, code, stderr)
-        observed = parse_result(stdout)
+        observed = script_result(props["label"], props.get("connection"), call, stdout)
         return ReadResult(
             id_=id_, outs={**props, "result": {**props.get("result", {}), **observed}, "drifted": False}
         )

@@ -6,6 +6,7 @@
 # base64-encoded in the result, for the operator's copy.
 # Usage: deepspeed-launch.sh CONTAINER WORKDIR RUN_DIR MODE(wait|background) STALL_TIMEOUT LOSS_PLOT -- DEEPSPEED_ARGV...
 set -euo pipefail
+# dslab:include host/lib/json-string.sh
 container=$1 workdir=$2 run_dir=$3 mode=$4 stall_timeout=$5 loss_plot=$6
 shift 7  # CONTAINER WORKDIR RUN_DIR MODE STALL_TIMEOUT LOSS_PLOT --
 
@@ -34,5 +35,7 @@ if [[ "$mode" == wait && "$loss_plot" != - ]]; then
     plot_base64=""
   fi
 fi
-printf '{"status": "%s", "log": "%s", "summary": "%s", "loss_plot": "%s", "loss_plot_png": "%s"}\n' \
-  "$state" "$log" "${summary//\"/\'}" "${plot_base64:+$loss_plot}" "$plot_base64"
+# The summary and the status are lines the run wrote: anything may be in them.
+printf '{"status": %s, "log": %s, "summary": %s, "loss_plot": %s, "loss_plot_png": "%s"}\n' \
+  "$(json_string "$state")" "$(json_string "$log")" "$(json_string "$summary")" \
+  "$(json_string "${plot_base64:+$loss_plot}")" "$plot_base64"

@@ -19,6 +19,7 @@ from pulumi.dynamic import CreateResult, ReadResult, UpdateResult
 from components.paths import ASSETS_DIR
 from components.remote_script import (
     REPLACING_INPUTS,
+    BrokenResult,
     RemoteScriptBug,
     RemoteScriptError,
     RemoteScriptProvider,
@@ -93,9 +94,31 @@ def test_a_script_that_prints_nothing_has_an_empty_result() -> None:
     assert parse_result("\n  \n") == {}
 
 
-@pytest.mark.parametrize("last_line", ["done", "[1, 2]", '"text"', "42", "{not json"])
+@pytest.mark.parametrize("last_line", ["done", "[1, 2]", '"text"', "42"])
 def test_a_last_line_that_is_not_a_json_object_gives_an_empty_result(last_line: str) -> None:
     assert parse_result(f'{{"earlier": 1}}\n{last_line}\n') == {}, "an earlier JSON line is not taken instead"
+
+
+@pytest.mark.parametrize("last_line", ["{not json", '{"summary": "tab\there"}', '{"status": "a "quoted" word"}'])
+def test_a_result_line_that_does_not_parse_fails_the_step_naming_the_script(tmp_path: Path, last_line: str) -> None:
+    with pytest.raises(BrokenResult):
+        parse_result(f"{last_line}\n")
+    create = write_script(tmp_path, "broken.sh", f"printf '%s\\n' {shlex.quote(last_line)}\n")
+    with pytest.raises(RemoteScriptError, match=r"test: .*broken\.sh on this machine: its result is not JSON"):
+        RemoteScriptProvider().create(props(create))
+
+
+def test_json_string_makes_any_run_line_a_json_string(tmp_path: Path) -> None:
+    """What deepspeed-launch.sh prints about a run: the log's own bytes."""
+    tricky = 'dslab: finished steps=20 "loss" \\ 0.12\r\x1b[0m\ttab'
+    call = {
+        **write_script(
+            tmp_path, "json.sh", f"source {ASSETS_DIR / 'host/lib/json-string.sh'}\nprintf '{{\"summary\": %s}}\\n' \"$(json_string \"$1\")\"\n"
+        ),
+        "args": [tricky],
+    }
+    ran = subprocess.run(script_argv(None, call), capture_output=True, text=True, check=True)
+    assert parse_result(ran.stdout) == {"summary": 'dslab: finished steps=20 "loss" \\ 0.12[0mtab'}, ran.stdout
 
 
 # --- ssh_argv and script_argv ----------------------------------------------------------------
