@@ -56,8 +56,8 @@ hosts-status: venv
 demo: toolchain hosts-up
 	$(PY) -m components.validate Pulumi.$(STACK).yaml
 	$(PULUMI) stack select --create $(STACK)
-	$(PULUMI) up --yes --stack $(STACK)
-	@$(PULUMI) stack output --stack $(STACK)
+	@# --yes applies without asking, so the preview would only list the resources the update lists again.
+	$(PULUMI) up --yes --skip-preview --suppress-progress --stack $(STACK)
 	@echo
 	@echo "Look around:  source toolchain/env.sh && pulumi stack output shell_command --stack $(STACK)"
 	@echo "              ssh -F .simhosts/ssh_config server1 docker ps"

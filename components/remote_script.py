@@ -56,6 +56,8 @@ from pulumi.dynamic import (
 READ_GONE_EXIT = 3
 READ_DRIFTED_EXIT = 4
 SSH_FAILURE_EXIT = 255
+QUIET_SECONDS = 5.0
+"""A step's progress is shown once it has run this long (QuietWhenQuick)."""
 HARMLESS_SSH_NOTICE = "already exists, disabling multiplexing"
 """ssh's word when two sessions to one host start together and the second finds the first's
 control socket not yet listening: it then runs without multiplexing, nothing is wrong."""
@@ -254,23 +256,55 @@ def _producer(label: str, source: dict[str, Any]) -> Producer:
     return produce
 
 
+class QuietWhenQuick:
+    """A script's progress, shown live once it has run QUIET_SECONDS: a step done before
+    then says nothing (a successful `up` reads as the steps that took time, the training
+    log among them); its lines are kept for the error message if it failed."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.lines: list[str] = []
+        self.live = False
+        self.lock = threading.Lock()
+        self.timer = threading.Timer(QUIET_SECONDS, self.go_live)
+        self.timer.daemon = True
+        self.timer.start()
+
+    def show(self, line: str) -> None:
+        print(f"[{self.label}] {line.rstrip()}", file=sys.stderr, flush=True)
+
+    def go_live(self) -> None:
+        with self.lock:
+            self.live = True
+            for line in self.lines:
+                self.show(line)
+
+    def add(self, line: str) -> None:
+        with self.lock:
+            self.lines.append(line)
+            if self.live:
+                self.show(line)
+
+    def done(self) -> None:
+        self.timer.cancel()
+
+
 def _pump_stderr(label: str, process: subprocess.Popen[bytes]) -> tuple[list[str], list[threading.Thread]]:
-    """Copies the process's stderr to ours as it comes (the engine shows a provider's stderr
-    live: this is the user's progress) and keeps it for error messages."""
-    lines: list[str] = []
+    """Copies the process's stderr to ours (the engine shows a provider's stderr live: this
+    is the user's progress), once the step has taken a while, and keeps it for error messages."""
+    progress = QuietWhenQuick(label)
 
     def pump() -> None:
         assert process.stderr is not None
         for raw in process.stderr:
             line = raw.decode(errors="replace")
-            if HARMLESS_SSH_NOTICE in line:
-                continue
-            lines.append(line)
-            print(f"[{label}] {line.rstrip()}", file=sys.stderr, flush=True)
+            if HARMLESS_SSH_NOTICE not in line:
+                progress.add(line)
+        progress.done()
 
     thread = threading.Thread(target=pump, daemon=True)
     thread.start()
-    return lines, [thread]
+    return progress.lines, [thread]
 
 
 def _run_streaming(label: str, argv: list[str], stdin: bytes | Iterator[bytes]) -> tuple[int, str, str]:

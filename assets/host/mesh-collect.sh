@@ -8,6 +8,7 @@
 # Usage: mesh-collect.sh make|read CONTAINER
 set -euo pipefail
 # dslab:include host/lib/container-read.sh
+# dslab:include host/lib/container-output.sh
 mode=$1 container=$2
 if [[ "$mode" == read ]]; then
   exit_gone_unless_running "$container"
@@ -15,7 +16,7 @@ if [[ "$mode" == read ]]; then
 else
   docker exec "$container" /opt/dslab/keys.sh make --reload-sshd
 fi
-user_key=$(docker exec "$container" cat /root/.ssh/id_ed25519.pub)
-host_key=$(docker exec "$container" sh -c 'cut -d" " -f1,2 /etc/ssh/ssh_host_ed25519_key.pub')
-socket_ifname=$(docker exec "$container" cat /run/dslab/socket_ifname)
+user_key=$(container_output "$container" cat /root/.ssh/id_ed25519.pub)
+host_key=$(container_output "$container" sh -c 'cut -d" " -f1,2 /etc/ssh/ssh_host_ed25519_key.pub')
+socket_ifname=$(container_output "$container" cat /run/dslab/socket_ifname)
 printf '{"user_key": "%s", "host_key": "%s", "socket_ifname": "%s"}\n' "$user_key" "$host_key" "$socket_ifname"

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.support.pulumi_output import diagnostics_of, step_lines
 from tests.support.sim_hosts import host_fault, hosts_up, inspect, keep_build_cache, on_host, wait_for_sshd
 from harness.pulumi_cli import REPO, PulumiCli, ensure_toolchain
 from harness.stack_project import Stack, project_copy
@@ -76,6 +77,20 @@ def test_up_from_nothing_builds_the_cluster_and_trains_across_both_containers(st
     assert len(curve) >= 10 and curve[-1] < curve[0], f"the loss went down: {curve}"
     assert "dslab: finished" in log, "the run finished"
     assert outputs["training_status"] == "succeeded"
+
+
+def test_a_successful_up_reads_as_the_steps_that_took_time_and_the_training_log() -> None:
+    diagnostics = diagnostics_of(LOGS["up"])
+    steps = step_lines(diagnostics)
+    assert "server1: deepspeed" in steps, "the training log is there"
+    # Building the image takes minutes when nothing is cached, shipping it tens of seconds:
+    # they say how far they are. Every other step is done within seconds and says nothing.
+    slow = {"server1: deepspeed", "server1: image", "server2: image"}
+    others = {step: lines for step, lines in steps.items() if not any(step.startswith(name) for name in slow)}
+    assert sum(map(len, others.values())) <= 4, f"quick steps say nothing when they succeed:\n{diagnostics}"
+    # Ours say "warning:"; DeepSpeed's own "[WARNING]" about running on CPU is the training log's.
+    warnings = [line for lines in steps.values() for line in lines if "warning:" in line.lower()]
+    assert not warnings, f"no warning over a run that succeeded:\n{diagnostics}"
 
 
 def test_the_overlay_mtu_leaves_room_for_vxlan_on_the_hosts_interface(stack: Stack) -> None:

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.support.pulumi_output import diagnostics_of
 from tests.support.sim_hosts import host_fault, hosts_up, inspect, keep_build_cache, on_host, wait_for_sshd
 from harness.pulumi_cli import REPO, PulumiCli, ensure_toolchain
 from harness.stack_project import Stack, project_copy
@@ -59,13 +60,6 @@ def timed(scenario: str, what: str, started: float) -> float:
     took = round(time.monotonic() - started, 1)
     TIMINGS.setdefault(scenario, {})[what] = took
     return took
-
-
-def diagnostics_of(output: str) -> str:
-    """The Diagnostics section of Pulumi's output, up to the outputs or the resource count."""
-    start = output.index("Diagnostics:")
-    ends = [output.find(marker, start) for marker in ("\nOutputs:", "\nResources:")]
-    return output[start : min(end for end in ends if end != -1)]
 
 
 def up(stack: Stack) -> str:

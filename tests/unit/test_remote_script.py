@@ -16,6 +16,7 @@ import pytest
 
 from pulumi.dynamic import CreateResult, ReadResult, UpdateResult
 
+from components import remote_script
 from components.paths import ASSETS_DIR
 from components.remote_script import (
     REPLACING_INPUTS,
@@ -107,18 +108,6 @@ def test_a_result_line_that_does_not_parse_fails_the_step_naming_the_script(tmp_
     with pytest.raises(RemoteScriptError, match=r"test: .*broken\.sh on this machine: its result is not JSON"):
         RemoteScriptProvider().create(props(create))
 
-
-def test_json_string_makes_any_run_line_a_json_string(tmp_path: Path) -> None:
-    """What deepspeed-launch.sh prints about a run: the log's own bytes."""
-    tricky = 'dslab: finished steps=20 "loss" \\ 0.12\r\x1b[0m\ttab'
-    call = {
-        **write_script(
-            tmp_path, "json.sh", f"source {ASSETS_DIR / 'host/lib/json-string.sh'}\nprintf '{{\"summary\": %s}}\\n' \"$(json_string \"$1\")\"\n"
-        ),
-        "args": [tricky],
-    }
-    ran = subprocess.run(script_argv(None, call), capture_output=True, text=True, check=True)
-    assert parse_result(ran.stdout) == {"summary": 'dslab: finished steps=20 "loss" \\ 0.12[0mtab'}, ran.stdout
 
 
 # --- ssh_argv and script_argv ----------------------------------------------------------------
@@ -243,14 +232,32 @@ def test_create_returns_what_the_script_printed_last(tmp_path: Path) -> None:
     assert result.id, "a created resource has an id"
 
 
-def test_the_scripts_progress_is_shown_live_under_its_label(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    RemoteScriptProvider().create(props(write_script(tmp_path, "create.sh", 'echo "step 1 of 2" >&2\n')))
-    assert "[test] step 1 of 2" in capsys.readouterr().err
+def test_a_slow_scripts_progress_is_shown_live_under_its_label_from_the_start(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(remote_script, "QUIET_SECONDS", 0.2)
+    create = write_script(tmp_path, "create.sh", 'echo "step 1 of 2" >&2\nsleep 0.6\necho "step 2 of 2" >&2\n')
+    RemoteScriptProvider().create(props(create))
+    shown = capsys.readouterr().err.splitlines()
+    assert shown == ["[test] step 1 of 2", "[test] step 2 of 2"], "the lines before the step went live come too"
 
 
-def test_ssh_saying_it_runs_without_multiplexing_is_not_shown(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_quick_step_says_nothing_when_it_succeeds_and_everything_when_it_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    RemoteScriptProvider().create(props(write_script(tmp_path, "create.sh", 'echo "files placed" >&2\n')))
+    assert capsys.readouterr().err == "", "a successful `up` lists the steps that took time, not every step"
+    with pytest.raises(RemoteScriptError, match="files not placed"):
+        RemoteScriptProvider().create(props(write_script(tmp_path, "fails.sh", 'echo "files not placed" >&2\nexit 1\n')))
+
+
+def test_ssh_saying_it_runs_without_multiplexing_is_not_shown(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(remote_script, "QUIET_SECONDS", 0.0)
     notice = "ControlSocket /run/dslab-ssh-1 already exists, disabling multiplexing"
-    RemoteScriptProvider().create(props(write_script(tmp_path, "create.sh", f'echo "{notice}" >&2\necho done >&2\n')))
+    create = write_script(tmp_path, "create.sh", f'echo "{notice}" >&2\nsleep 0.3\necho done >&2\n')
+    RemoteScriptProvider().create(props(create))
     shown = capsys.readouterr().err
     assert "[test] done" in shown and "multiplexing" not in shown
 
