@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Build the training image from the context tar on stdin.
 # Usage: image-build.sh TAG [--build-arg NAME=VALUE ...]
-# Progress on stderr is one line per build step; the whole build output goes to a log on the
-# host, whose last lines are shown when the build fails (a full build prints thousands).
+# Progress on stderr: every 15 s (DSLAB_PROGRESS_SECONDS), the step the build is at and the
+# time so far; the whole
+# build output goes to a log on the host, whose last lines are shown when the build fails (a
+# full build prints thousands).
 set -euo pipefail
 tag=$1
 shift
@@ -23,7 +25,16 @@ else
     fi
   }
   started=$SECONDS
-  if ! build "$@" -t "$tag" - 2>&1 | tee "$log" | { grep --line-buffered -E "$steps" || true; } >&2; then
+  step="$log.step"
+  echo "starting" > "$step"
+  # sleep gets none of our pipes: killed at exit, the ticker must not hold the ssh session open.
+  ( while sleep "${DSLAB_PROGRESS_SECONDS:-15}" >/dev/null 2>&1; do
+      echo "still building $tag: $(cut -c1-100 "$step") ($((SECONDS - started)) s)" >&2
+    done ) </dev/null >/dev/null &
+  ticker=$!
+  trap 'kill "$ticker" 2>/dev/null || true; rm -f "$step"' EXIT
+  at_step() { while IFS= read -r line; do printf '%s\n' "$line" > "$step"; done; }
+  if ! build "$@" -t "$tag" - 2>&1 | tee "$log" | { grep --line-buffered -E "$steps" || true; } | at_step; then
     echo "the build of $tag failed; the last lines of $log:" >&2
     tail -n 40 "$log" >&2
     exit 1
