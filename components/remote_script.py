@@ -204,10 +204,14 @@ def run_script(
     connection: dict[str, Any] | None,
     call: dict[str, Any],
     stdin: bytes = b"",
+    *,
+    explained_by: tuple[int, ...] = (),
 ) -> tuple[int, str, str]:
-    """Runs a script, streaming its stderr live; returns (exit code, stdout, stderr)."""
+    """Runs a script, showing its stderr live once it has run a while, and all of it when it
+    exits with one of the codes EXPLAINED_BY (a read naming what it found changed); returns
+    (exit code, stdout, stderr)."""
     with private_key_file(connection) as usable:
-        return _run_streaming(label, script_argv(usable, call), stdin)
+        return _run_streaming(label, script_argv(usable, call), stdin, explained_by)
 
 
 def run_piped(
@@ -240,7 +244,7 @@ def _producer(label: str, source: dict[str, Any]) -> Producer:
             process = subprocess.Popen(
                 script_argv(usable, source["create"]), stdout=subprocess.PIPE, stderr=subprocess.PIPE
             )
-            errors, threads = _pump_stderr(f"{label} <-", process)
+            progress, threads = _pump_stderr(f"{label} <-", process)
             output = process.stdout
             assert isinstance(output, io.BufferedReader)
             try:
@@ -251,7 +255,7 @@ def _producer(label: str, source: dict[str, Any]) -> Producer:
                 process.wait()
                 for thread in threads:
                     thread.join()
-        return process.returncode, "".join(errors)
+        return process.returncode, "".join(progress.lines)
 
     return produce
 
@@ -275,9 +279,10 @@ class QuietWhenQuick:
 
     def go_live(self) -> None:
         with self.lock:
-            self.live = True
-            for line in self.lines:
-                self.show(line)
+            if not self.live:
+                self.live = True
+                for line in self.lines:
+                    self.show(line)
 
     def add(self, line: str) -> None:
         with self.lock:
@@ -289,7 +294,7 @@ class QuietWhenQuick:
         self.timer.cancel()
 
 
-def _pump_stderr(label: str, process: subprocess.Popen[bytes]) -> tuple[list[str], list[threading.Thread]]:
+def _pump_stderr(label: str, process: subprocess.Popen[bytes]) -> tuple[QuietWhenQuick, list[threading.Thread]]:
     """Copies the process's stderr to ours (the engine shows a provider's stderr live: this
     is the user's progress), once the step has taken a while, and keeps it for error messages."""
     progress = QuietWhenQuick(label)
@@ -304,11 +309,13 @@ def _pump_stderr(label: str, process: subprocess.Popen[bytes]) -> tuple[list[str
 
     thread = threading.Thread(target=pump, daemon=True)
     thread.start()
-    return progress.lines, [thread]
+    return progress, [thread]
 
 
-def _run_streaming(label: str, argv: list[str], stdin: bytes | Iterator[bytes]) -> tuple[int, str, str]:
-    """Runs argv with stdin (bytes, or pieces as they come); stderr streamed live."""
+def _run_streaming(
+    label: str, argv: list[str], stdin: bytes | Iterator[bytes], explained_by: tuple[int, ...] = ()
+) -> tuple[int, str, str]:
+    """Runs argv with stdin (bytes, or pieces as they come); stderr shown as run_script says."""
     feed: Iterator[bytes] = iter((stdin,)) if isinstance(stdin, bytes) else stdin
     process = subprocess.Popen(
         argv,
@@ -316,7 +323,7 @@ def _run_streaming(label: str, argv: list[str], stdin: bytes | Iterator[bytes]) 
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    stderr_lines, threads = _pump_stderr(label, process)
+    progress, threads = _pump_stderr(label, process)
     # Not joined: fed from a shared run, it may wait for the source's next piece after the
     # script has gone; its next write then fails and it ends.
     threading.Thread(target=_feed, args=(process, feed), daemon=True).start()
@@ -325,7 +332,9 @@ def _run_streaming(label: str, argv: list[str], stdin: bytes | Iterator[bytes]) 
     process.wait()
     for thread in threads:
         thread.join()
-    return process.returncode, stdout.decode(errors="replace"), "".join(stderr_lines)
+    if process.returncode in explained_by:
+        progress.go_live()
+    return process.returncode, stdout.decode(errors="replace"), "".join(progress.lines)
 
 
 def _feed(process: subprocess.Popen[bytes], pieces: Iterator[bytes]) -> None:
@@ -436,7 +445,9 @@ class RemoteScriptProvider(ResourceProvider):
         if not call:
             return ReadResult(id_=id_, outs=props)
         stdin = stdin_bytes(props, with_archive=False)
-        code, stdout, stderr = run_script(props["label"], props.get("connection"), call, stdin)
+        code, stdout, stderr = run_script(
+            props["label"], props.get("connection"), call, stdin, explained_by=(READ_GONE_EXIT, READ_DRIFTED_EXIT)
+        )
         if code == READ_GONE_EXIT:
             return ReadResult(id_="", outs={})
         if code == READ_DRIFTED_EXIT:

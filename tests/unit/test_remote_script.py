@@ -362,6 +362,20 @@ def test_a_read_that_exits_4_marks_the_thing_drifted(tmp_path: Path) -> None:
     assert result.id == "id" and outs_of(result)["drifted"] is True, "it exists, and the next `up` replaces it"
 
 
+@pytest.mark.parametrize("code", [3, 4])
+def test_a_read_that_finds_the_thing_gone_or_changed_says_what_it_found_however_quick(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], code: int
+) -> None:
+    body = f'echo "changed or removed in llm since placed: /opt/dslab/run/hostfile" >&2\nexit {code}\n'
+    RemoteScriptProvider().read("id", read_props(tmp_path, body))
+    assert capsys.readouterr().err == "[test] changed or removed in llm since placed: /opt/dslab/run/hostfile\n"
+
+
+def test_a_read_that_finds_the_thing_as_placed_says_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    RemoteScriptProvider().read("id", read_props(tmp_path, 'echo "checked" >&2\n'))
+    assert capsys.readouterr().err == "", "a no-op preview prints no line per read"
+
+
 def test_a_read_that_succeeds_updates_the_result_with_what_it_saw(tmp_path: Path) -> None:
     result = RemoteScriptProvider().read("id", read_props(tmp_path, 'echo \'{"ip": "10.0.3.2"}\'\n'))
     assert result.id == "id" and outs_of(result)["result"] == {"id": "c1", "ip": "10.0.3.2"}, "merged, not replaced"
