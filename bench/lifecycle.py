@@ -126,7 +126,7 @@ class Floor:
         self.context = work / "context.tar"
         self.context.write_bytes(archive_bytes(entries))
         self.build_flags = [f"--build-arg={key}={value}" for key, value in sorted(arguments.items())]
-        plan = config.address_plan()
+        plan = config.address_plan
         self.network = [config.network.name, config.network.subnet, plan.ip_range, plan.gateway]
         self.args_dir = work / "run-args"
         self.args_dir.mkdir(exist_ok=True)

@@ -75,7 +75,7 @@ class Lab(pulumi.ComponentResource):
             host.name: remote_host(host, config.operator, credentials) for host in config.hosts
         }
         self.engines = {host.name: host_engine(host, config.operator, parent=self) for host in config.hosts}
-        self.plan = config.address_plan()
+        self.plan = config.address_plan
         self.claims = HostClaims(
             f"{name}-claim",
             HostClaimsArgs(

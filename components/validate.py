@@ -57,7 +57,7 @@ def warnings(config: LabConfig) -> list[str]:
 
 def summary(config: LabConfig) -> str:
     """A few lines describing what ``pulumi up`` would build."""
-    plan = config.address_plan()
+    plan = config.address_plan
     network = config.network
     lines = [
         f"hosts ({len(config.hosts)}), manager first:",

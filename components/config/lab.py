@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import ipaddress
 from collections.abc import Mapping
 from typing import Any
@@ -126,7 +128,7 @@ class LabConfig(FrozenModel):
             seen.setdefault(value, index)
         if not problems:
             try:
-                self.address_plan()
+                self.address_plan
             except AddressPlanError as error:
                 problems.add(("network", "subnet"), str(error))
         return problems
@@ -240,10 +242,12 @@ class LabConfig(FrozenModel):
         address, or in host mode the host's own."""
         if self.network.mode == "host":
             return next(host.address for host in self.hosts if host.name == host_name)
-        return self.address_plan().address_of(host_name)
+        return self.address_plan.address_of(host_name)
 
+    @functools.cached_property
     def address_plan(self) -> AddressPlan:
-        """Gateway, dynamic range and each host's static container address."""
+        """Gateway, dynamic range and each host's static container address: worked out once
+        (every container's address and /etc/hosts, the hostfile and the launch read it)."""
         return plan_addresses(
             self.network.subnet,
             [(host.name, host.container_address) for host in self.hosts],
