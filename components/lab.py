@@ -74,12 +74,14 @@ class Lab(pulumi.ComponentResource):
         self.hosts: dict[str, RemoteHost] = {
             host.name: remote_host(host, config.operator, credentials) for host in config.hosts
         }
+        self.nodes = tuple(self.hosts[host.name] for host in config.hosts_manager_first)
+        """Every host, the manager first: the order steps on every host run in."""
         self.engines = {host.name: host_engine(host, config.operator, parent=self) for host in config.hosts}
         self.plan = config.address_plan
         self.claims = HostClaims(
             f"{name}-claim",
             HostClaimsArgs(
-                hosts=tuple(self.hosts[host.name] for host in config.hosts_manager_first),
+                hosts=self.nodes,
                 owner=owner,
             ),
             pulumi.ResourceOptions(parent=self),
@@ -117,7 +119,7 @@ class Lab(pulumi.ComponentResource):
         return OverlayNetwork(
             f"{name}-network",
             OverlayNetworkArgs(
-                hosts=tuple(self.hosts[host.name] for host in self.config.hosts_manager_first),
+                hosts=self.nodes,
                 network_name=network.name,
                 subnet=network.subnet,
                 ip_range=self.plan.ip_range,
@@ -141,7 +143,7 @@ class Lab(pulumi.ComponentResource):
         return HostIpsec(
             f"{name}-ipsec",
             HostIpsecArgs(
-                hosts=tuple(self.hosts[host.name] for host in self.config.hosts_manager_first),
+                hosts=self.nodes,
                 container_name=f"{self.config.container.name}-ipsec",
                 image_tag=ipsec_image_tag(image, entries),
                 image_context=entries,
@@ -161,7 +163,7 @@ class Lab(pulumi.ComponentResource):
         return TrainingImage(
             f"{name}-image",
             TrainingImageArgs(
-                hosts=tuple(self.hosts[host.name] for host in self.config.hosts_manager_first),
+                hosts=self.nodes,
                 tag=image_tag(image, entries),
                 context=entries,
                 build_args=build_args(image),
@@ -178,7 +180,7 @@ class Lab(pulumi.ComponentResource):
         return InputCheck(
             f"{name}-inputs",
             InputCheckArgs(
-                hosts=tuple(self.hosts[host.name] for host in self.config.hosts_manager_first),
+                hosts=self.nodes,
                 paths=tuple(paths),
                 image_tag=self.image.tag,
             ),
@@ -249,7 +251,7 @@ class Lab(pulumi.ComponentResource):
             f"{name}-training",
             DeepSpeedLaunchArgs(
                 manager=self.hosts[manager.name],
-                nodes=tuple(self.hosts[host.name] for host in config.hosts_manager_first),
+                nodes=self.nodes,
                 container_name=config.container.name,
                 workdir=config.training.workload.workdir,
                 argv=list(self.run.argv),
