@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-
 import ipaddress
 from collections.abc import Mapping
 from typing import Any
@@ -128,7 +127,7 @@ class LabConfig(FrozenModel):
             seen.setdefault(value, index)
         if not problems:
             try:
-                self.address_plan
+                self.address_plan  # worked out now, so a plan that cannot be made names the field
             except AddressPlanError as error:
                 problems.add(("network", "subnet"), str(error))
         return problems

@@ -9,9 +9,10 @@ import subprocess
 import time
 from pathlib import Path
 
-from tests.assets.test_container_scripts import ASSETS
+from components.remote_script import script_argv
 
-IMAGE_BUILD = ASSETS / "host" / "image-build.sh"
+# As RemoteScript runs them: with the shell they include (`# dslab:include`) in their text.
+IMAGE_BUILD = "host/image-build.sh"
 
 BUILD_OUTPUT = """Sending build context to Docker daemon  10.24kB
 Step 1/3 : FROM local/debian:trixie
@@ -50,7 +51,7 @@ def stand_in_docker(tmp_path: Path, build_exit: int, step_seconds: float = 0) ->
 
 def build(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        ["bash", str(IMAGE_BUILD), "dslab/train:abc"], input="context", env=env,
+        script_argv(None, {"script": IMAGE_BUILD, "args": ["dslab/train:abc"]}), input="context", env=env,
         capture_output=True, text=True, timeout=30, check=False,
     )  # fmt: skip
 
@@ -88,7 +89,7 @@ def test_a_failed_build_shows_the_end_of_its_output_and_keeps_the_log(tmp_path: 
     assert str(logs[0]) in result.stderr, "and named"
 
 
-IMAGE_LOAD = ASSETS / "host" / "image-load.sh"
+IMAGE_LOAD = "host/image-load.sh"
 
 
 def test_a_load_ends_when_docker_load_does_though_its_ticker_sleeps(tmp_path: Path) -> None:
@@ -102,7 +103,7 @@ def test_a_load_ends_when_docker_load_does_though_its_ticker_sleeps(tmp_path: Pa
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
     started = time.monotonic()
     result = subprocess.run(
-        ["bash", str(IMAGE_LOAD), "dslab/train:abc"], input="image bytes", env=env,
+        script_argv(None, {"script": IMAGE_LOAD, "args": ["dslab/train:abc"]}), input="image bytes", env=env,
         capture_output=True, text=True, timeout=30, check=False,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
