@@ -220,9 +220,10 @@ def prepare(args: argparse.Namespace) -> None:
     missing = [f"{what} {path}" for what, path in required_paths(config) if not Path(path).exists()]
     if missing:
         raise SystemExit("gpu_check: missing here: " + "; ".join(missing))
-    files = local_run_files(run_files(config), args.gpus)
+    plan = config.address_plan()
+    files = local_run_files(run_files(config, plan), args.gpus)
     deviations: list[str] = []
-    master = config.node_address(config.manager.name)
+    master = config.node_address(config.manager.name, plan)
     refused = take_address(master)
     if refused:
         deviations.append(f"the manager address {master} could not be added to lo ({refused}): --master_addr {LOOPBACK}")

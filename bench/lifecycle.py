@@ -126,12 +126,12 @@ class Floor:
         self.context = work / "context.tar"
         self.context.write_bytes(archive_bytes(entries))
         self.build_flags = [f"--build-arg={key}={value}" for key, value in sorted(arguments.items())]
-        plan = config.address_plan
+        plan = config.address_plan()
         self.network = [config.network.name, config.network.subnet, plan.ip_range, plan.gateway]
         self.args_dir = work / "run-args"
         self.args_dir.mkdir(exist_ok=True)
         for host in config.hosts:
-            args = docker_run_args(container_spec(config, host, self.tag, owner="bench-floor"))
+            args = docker_run_args(container_spec(config, host, self.tag, owner="bench-floor", plan=plan))
             (self.args_dir / f"{host.name}.args").write_bytes(b"".join(arg.encode() + b"\0" for arg in args))
         self.hosts = [f"{host.name}={host.address}" for host in config.hosts_manager_first]
         self.names = [host.name for host in config.hosts_manager_first]

@@ -4,15 +4,18 @@ Docker's IPAM hands out addresses for swarm's own endpoints (one load-balancer e
 node, service tasks) from ``ip_range``; a static ``ipv4_address`` given to a container must lie
 outside it, or a later endpoint may take it first. The default plan splits the subnet in two
 halves: the lower half is ``ip_range`` (it also holds the gateway, the first address), the upper
-half holds the static container addresses, handed out in host order from its first address.
-For the write-up's 10.0.3.0/24 that is ip_range 10.0.3.0/25, gateway 10.0.3.1, and containers
-10.0.3.128, 10.0.3.129, ...
+half holds the static container addresses. For the write-up's 10.0.3.0/24 that is ip_range
+10.0.3.0/25, gateway 10.0.3.1, and containers 10.0.3.128, 10.0.3.129, ...
+
+An address belongs to its host, not to the host's place in the list: a host keeps the address
+its container already has (pinned ones aside), and only a host without one takes the lowest
+free address. Adding, removing or reordering hosts therefore moves no other container.
 """
 
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Network
 
@@ -81,24 +84,41 @@ def plan_addresses(
     hosts: Sequence[tuple[str, str | None]],
     ip_range: str | None = None,
     gateway: str | None = None,
+    held: Mapping[str, str] | None = None,
+    in_use: Collection[str] = (),
 ) -> AddressPlan:
-    """Give every host's container an overlay address, deterministically by host index.
+    """Give every host's container an overlay address that stays with the host.
 
-    ``hosts`` is ``(name, requested address or None)`` in configuration order. Requested
-    addresses are kept as given (the configuration validator has already checked them);
-    the others get the lowest free candidates, in host order. Raises
+    ``hosts`` is ``(name, pinned address or None)`` in configuration order; pinned addresses
+    are kept as given (the configuration validator has already checked them). ``held`` maps a
+    host name to the address its container has now: a host keeps it while it is a static
+    candidate of this plan and no pinned address or other host claims it first. ``in_use`` are
+    addresses other containers of the stack still hold (hosts leaving the list): nobody new
+    gets them in this run. The others take the lowest free candidates, in host order. Raises
     :class:`AddressPlanError` when the subnet runs out of candidates.
     """
     ip_range = ip_range or default_ip_range(subnet)
     gateway = gateway or default_gateway(subnet)
-    taken = {IPv4Address(address) for _name, address in hosts if address is not None}
-    free = (a for a in static_candidates(subnet, ip_range, gateway) if a not in taken)
-    assigned: list[tuple[str, str]] = []
-    for name, requested in hosts:
-        if requested is not None:
-            assigned.append((name, str(IPv4Address(requested))))
+    held = held or {}
+    candidates = list(static_candidates(subnet, ip_range, gateway))
+    valid = set(candidates)
+    pinned = {name: IPv4Address(address) for name, address in hosts if address is not None}
+    taken = set(pinned.values())
+    kept: dict[str, IPv4Address] = {}
+    for name, _pinned in hosts:
+        if name in pinned or name not in held:
             continue
-        address = next(free, None)
+        current = IPv4Address(held[name])
+        if current in valid and current not in taken:
+            kept[name] = current
+            taken.add(current)
+    # A held address not kept (its host was pinned elsewhere) stays with its old container
+    # until that is replaced: nobody else gets it in this run either.
+    taken |= {IPv4Address(address) for address in (*in_use, *held.values())}
+    free = (candidate for candidate in candidates if candidate not in taken)
+    assigned: list[tuple[str, str]] = []
+    for name, _pinned in hosts:
+        address = pinned[name] if name in pinned else kept[name] if name in kept else next(free, None)
         if address is None:
             raise AddressPlanError(
                 f"subnet {subnet} has no free static address left for host {name!r} "

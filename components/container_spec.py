@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from components.address_plan import AddressPlan
 from components.config import Host, LabConfig, Mount
 from components.config import GpuRequestValue, size_to_mb
 from components.workload_inputs import workload_mounts
@@ -38,8 +39,6 @@ class ContainerSpec:
     """The overlay network's name; None: the host's network."""
     address: str
     """The static overlay address from the plan, or the host's own address in host mode."""
-    extra_hosts: tuple[tuple[str, str], ...]
-    """(name, address) of every other node, for /etc/hosts."""
     shm_size_mb: int
     restart: str
     ulimits: tuple[tuple[str, int, int], ...]
@@ -52,10 +51,10 @@ class ContainerSpec:
     labels: tuple[tuple[str, str], ...]
 
 
-def container_spec(config: LabConfig, host: Host, image: str, owner: str) -> ContainerSpec:
-    """`host`'s container. Every other node is in /etc/hosts by name, from the static address
-    plan (or, in host mode, the hosts' addresses), so names resolve even before Docker's DNS
-    has seen the other containers and stay right after a container is recreated."""
+def container_spec(config: LabConfig, host: Host, image: str, owner: str, plan: AddressPlan) -> ContainerSpec:
+    """`host`'s container, at its address in `plan`. Nothing in it depends on the other hosts:
+    adding, removing or reordering hosts leaves it as it is (the SSH mesh tells each container
+    where the others are)."""
     container = config.container
     gpus = gpus_value(host.gpus)
     labels = [("dslab.host", host.name), ("dslab.owner", owner)]
@@ -73,8 +72,7 @@ def container_spec(config: LabConfig, host: Host, image: str, owner: str) -> Con
         hostname=host.name,
         image=image,
         network=config.network.name if config.network.mode == "overlay" else None,
-        address=config.node_address(host.name),
-        extra_hosts=tuple((other.name, config.node_address(other.name)) for other in config.hosts if other.name != host.name),
+        address=config.node_address(host.name, plan),
         shm_size_mb=size_to_mb(host.overrides.shm_size or container.shm_size),
         restart=container.restart,
         ulimits=tuple((name, limit.soft, limit.hard) for name, limit in sorted(container.ulimits.items())),
@@ -97,8 +95,6 @@ def docker_run_args(spec: ContainerSpec) -> list[str]:
         args += ["--label", f"{key}={value}"]
     for name, soft, hard in spec.ulimits:
         args += ["--ulimit", f"{name}={soft}:{hard}"]
-    for other, address in spec.extra_hosts:
-        args += ["--add-host", f"{other}:{address}"]
     if spec.gpus is not None:
         args += ["--gpus", spec.gpus]
     for mount in spec.mounts:

@@ -16,6 +16,7 @@ from components.config import LabConfig
 from components.command_connection import OperatorCredentials
 from components.connection import RemoteHost, remote_host
 from components.container_spec import container_spec
+from components.host_facts import read_host_facts
 from components.host_engine import host_engine
 from components.deepspeed_launch import DeepSpeedLaunch, DeepSpeedLaunchArgs
 from components.host_claim import HostClaims, HostClaimsArgs
@@ -77,7 +78,9 @@ class Lab(pulumi.ComponentResource):
         self.nodes = tuple(self.hosts[host.name] for host in config.hosts_manager_first)
         """Every host, the manager first: the order steps on every host run in."""
         self.engines = {host.name: host_engine(host, config.operator, parent=self) for host in config.hosts}
-        self.plan = config.address_plan
+        self.facts = read_host_facts(config, owner, str(project_dir))
+        # Each host keeps the address its container holds: the list's order is not identity.
+        self.plan = config.address_plan(self.facts.addresses, self.facts.in_use)
         self.claims = HostClaims(
             f"{name}-claim",
             HostClaimsArgs(
@@ -95,7 +98,7 @@ class Lab(pulumi.ComponentResource):
         self.inputs = self._create_input_check(name)
         self.containers = {host.name: self._create_container(name, host.name, owner) for host in config.hosts}
         self.mesh = self._create_mesh(name)
-        self.run = run_files(config)
+        self.run = run_files(config, self.plan)
         self.hostfile = self.run.hostfile
         # Only a waited-for run has drawn its loss curve when `pulumi up` ends.
         self.loss_plot_path = loss_plot_in_container(config.training.workload) if config.training.wait else None
@@ -125,6 +128,7 @@ class Lab(pulumi.ComponentResource):
                 ip_range=self.plan.ip_range,
                 gateway=self.plan.gateway,
                 mtu=network.mtu,
+                interface_mtus=tuple(self.facts.mtus[host.name] for host in self.nodes if host.name in self.facts.mtus),
                 encrypted=network.encrypted and not self.strongswan,
                 tunnel_overhead=ESP_IN_UDP_OVERHEAD if self.strongswan else 0,
                 tunnel_limit=LIBIPSEC_MTU if self.strongswan else None,
@@ -207,7 +211,7 @@ class Lab(pulumi.ComponentResource):
             f"{name}-{host_name}",
             NodeContainerArgs(
                 host_name=host_name,
-                spec=container_spec(self.config, host, self.image.tag, owner),
+                spec=container_spec(self.config, host, self.image.tag, owner, self.plan),
                 image_id=image.result.apply(lambda result: str(result["image_id"])),
                 network_id=self.network.network_id if self.network is not None else None,
                 swarm_node=self.swarm.node_ids[host_name] if self.swarm is not None else None,
@@ -227,7 +231,7 @@ class Lab(pulumi.ComponentResource):
                         connection=self.hosts[host.name].connection,
                         container_name=self.config.container.name,
                         container_id=self.containers[host.name].container_id,
-                        address=self.config.node_address(host.name),
+                        address=self.config.node_address(host.name, self.plan),
                         ssh_port=self.config.container_ssh_port,
                     )
                     for host in self.config.hosts_manager_first

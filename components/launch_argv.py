@@ -12,6 +12,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Mapping, Sequence
 
+from components.address_plan import AddressPlan
 from components.config import ArgValue, LabConfig, LlamaFactoryWorkload, ScriptWorkload
 
 
@@ -95,7 +96,7 @@ ALLREDUCE_BENCH = "/opt/dslab/allreduce_bench.py"
 """The preflight's all-reduce program in the image."""
 
 
-def preflight_argv_for(config: LabConfig, hostfile_path: str) -> list[str]:
+def preflight_argv_for(config: LabConfig, hostfile_path: str, plan: AddressPlan) -> list[str]:
     """The ``deepspeed`` argv of the preflight's all-reduce: the training's hostfile, master
     address and port (free again once the preflight ends), running allreduce_bench.py."""
     preflight = config.training.preflight
@@ -104,7 +105,7 @@ def preflight_argv_for(config: LabConfig, hostfile_path: str) -> list[str]:
         "--hostfile",
         hostfile_path,
         "--master_addr",
-        config.node_address(config.manager.name),
+        config.node_address(config.manager.name, plan),
         "--master_port",
         str(config.training.master_port),
         *ssh_port_args(config),
@@ -119,12 +120,12 @@ def preflight_argv_for(config: LabConfig, hostfile_path: str) -> list[str]:
 
 
 def launch_argv_for(
-    config: LabConfig, hostfile_path: str, ds_config_path: str
+    config: LabConfig, hostfile_path: str, ds_config_path: str, plan: AddressPlan
 ) -> list[str]:
     """:func:`launch_argv` with the lab's manager address, port, ssh port and workload."""
     return launch_argv(
         hostfile_path=hostfile_path,
-        master_addr=config.node_address(config.manager.name),
+        master_addr=config.node_address(config.manager.name, plan),
         master_port=config.training.master_port,
         workload=config.training.workload,
         ds_config_path=ds_config_path,

@@ -1,4 +1,5 @@
-"""The files of the SSH mesh: who may log in to a container, and which host keys to trust."""
+"""The files of the SSH mesh: who may log in to a container, which host keys to trust, and
+where each node is."""
 
 from __future__ import annotations
 
@@ -35,4 +36,14 @@ def render_known_hosts(nodes: Sequence[MeshNode]) -> str:
         if node.port != 22:
             names = [f"[{name}]:{node.port}" for name in names]
         lines.append(f"{','.join(names)} {node.host_key.strip()}\n")
+    return "".join(lines)
+
+
+def render_ssh_config(nodes: Sequence[MeshNode]) -> str:
+    """root's ssh client config: each node's name leads to its address. The hostfile names the
+    nodes, and a container made before or after another knows none of them by itself (they are
+    not in its /etc/hosts, which would tie every container to the whole host list)."""
+    lines = ["# Written by dslab: where each node of the lab is.\n"]
+    for node in nodes:
+        lines.append(f"Host {node.name}\n    HostName {node.address}\n")
     return "".join(lines)

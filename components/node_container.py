@@ -48,7 +48,7 @@ def healthcheck() -> docker.ContainerHealthcheckArgs:
 
 class NodeContainer(pulumi.ComponentResource):
     """Creates the `<host>-<name>` container with its static overlay address (or on the host's
-    network), hostname, /etc/hosts entries, shm, ulimits, GPUs, restart policy, mounts and
+    network), hostname, shm, ulimits, GPUs, restart policy, mounts and
     environment, and waits until it is healthy. A container deleted or stopped behind our back
     is dropped by `pulumi refresh` and made again by the next `up`.
 
@@ -79,7 +79,6 @@ class NodeContainer(pulumi.ComponentResource):
             hostname=spec.hostname,
             network_mode="host" if args.network_id is None else "bridge",
             networks_advanced=networks,
-            hosts=[docker.ContainerHostArgs(host=other, ip=address) for other, address in spec.extra_hosts],
             shm_size=spec.shm_size_mb,
             restart=spec.restart,
             ulimits=[docker.ContainerUlimitArgs(name=n, soft=soft, hard=hard) for n, soft, hard in spec.ulimits],
@@ -102,8 +101,10 @@ class NodeContainer(pulumi.ComponentResource):
                 # One name per host: the old container goes before the new one starts.
                 delete_before_replace=True,
                 # The engine reports any GPU request as "all"; the request is in a label
-                # (dslab.gpus), so a changed one still replaces the container.
-                ignore_changes=["gpus"],
+                # (dslab.gpus), so a changed one still replaces the container. Containers made
+                # before the SSH mesh named the other nodes had them in /etc/hosts (`hosts`):
+                # they keep them rather than being replaced for it.
+                ignore_changes=["gpus", "hosts"],
             ),
         )
         self.container_id = self.resource.id

@@ -23,6 +23,9 @@ class OverlayNetworkArgs:
     gateway: str
     mtu: int | None
     """None: the smallest MTU of the hosts' interfaces minus the VXLAN overhead."""
+    interface_mtus: tuple[int, ...]
+    """The MTU of each host's interface that holds its address (components.host_facts, read
+    on every preview and up): a host that joins the list is known to the preview."""
     encrypted: bool
     """Docker's own IPsec (network.ipsec: docker)."""
     tunnel_overhead: int = 0
@@ -33,6 +36,8 @@ class OverlayNetworkArgs:
 
 MTU_OPTION = "com.docker.network.driver.mtu"
 ENCRYPTED_OPTION = "encrypted"
+
+ETHERNET_MTU = 1500
 
 VXLAN_OVERHEAD = 50
 """Bytes VXLAN adds to each packet (outer Ethernet 14, IPv4 20, UDP 8, VXLAN 8)."""
@@ -50,7 +55,8 @@ packets, so ssh over the overlay hangs after the TCP handshake)."""
 def overlay_mtu(interface_mtus: list[int], tunnel_overhead: int = 0, tunnel_limit: int | None = None) -> int:
     """The overlay MTU that lets every host's VXLAN packets (in a tunnel, if any) through
     unfragmented."""
-    underlay = min(interface_mtus) - tunnel_overhead
+    # No host told its MTU only in a preview that could reach none (it warns): Ethernet's.
+    underlay = min(interface_mtus, default=ETHERNET_MTU) - tunnel_overhead
     if tunnel_limit is not None:
         underlay = min(underlay, tunnel_limit)
     return underlay - VXLAN_OVERHEAD
@@ -67,7 +73,7 @@ class OverlayNetwork(pulumi.ComponentResource):
     """Creates the `docker.Network` (overlay, attachable, static IPAM, MTU, encryption) on the
     manager's engine (the component's `providers` option); when encrypted, first one Command per
     host that checks its kernel can do IPsec, so that an overlay no traffic can cross is never
-    made; without a configured MTU, one Command per host that reads its interface's MTU
+    made. Without a configured MTU, the overlay's follows the smallest of the hosts' interfaces
     (docker's fixed 1450 breaks large packets on hosts below 1500, and wastes jumbo frames).
 
     Outputs:
@@ -93,23 +99,10 @@ class OverlayNetwork(pulumi.ComponentResource):
             for host in (args.hosts if args.encrypted else ())
         ]
         if args.mtu is not None:
-            self.mtu = pulumi.Output.from_input(args.mtu)
+            mtu = args.mtu
         else:
-            interfaces = [
-                host_script(
-                    f"{name}-{host.name}-mtu",
-                    host.command,
-                    "host/interface-mtu.sh",
-                    [host.name, host.address],
-                    opts=pulumi.ResourceOptions(parent=self),
-                )
-                for host in args.hosts
-            ]
-
-            def smallest(stdouts: list[str]) -> int:
-                return overlay_mtu([int(stdout) for stdout in stdouts], args.tunnel_overhead, args.tunnel_limit)
-
-            self.mtu = pulumi.Output.all(*(interface.stdout for interface in interfaces)).apply(smallest)
+            mtu = overlay_mtu(list(args.interface_mtus), args.tunnel_overhead, args.tunnel_limit)
+        self.mtu = pulumi.Output.from_input(mtu)
         driver_mtu = self.mtu.apply(lambda mtu: str(driver_mtu_option(mtu)))
         options: dict[str, pulumi.Input[str]] = {MTU_OPTION: driver_mtu}
         if args.encrypted:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from components.address_plan import AddressPlan
 from components.config import LabConfig, LlamaFactoryWorkload
 from components.dataset_info import render_dataset_info
 from components.deepspeed_env import deepspeed_environment, render_deepspeed_env
@@ -41,15 +42,16 @@ class RunFiles:
     """The preflight all-reduce's ``deepspeed`` command line."""
 
 
-def run_files(config: LabConfig) -> RunFiles:
-    """Everything but ``.deepspeed_env`` (which names an interface found at run time)."""
+def run_files(config: LabConfig, plan: AddressPlan) -> RunFiles:
+    """Everything but ``.deepspeed_env`` (which names an interface found at run time), with
+    the manager's address in ``plan`` as the master address."""
     workload = config.training.workload
     return RunFiles(
         hostfile=render_hostfile(config.hosts, by_address=config.network.mode != "overlay"),
         ds_config=render_ds_config(config.training.deepspeed),
         dataset_info=render_dataset_info(workload) if isinstance(workload, LlamaFactoryWorkload) else None,
-        argv=tuple(launch_argv_for(config, f"{RUN_DIR}/hostfile", f"{RUN_DIR}/ds_config.json")),
-        preflight_argv=tuple(preflight_argv_for(config, f"{RUN_DIR}/hostfile")),
+        argv=tuple(launch_argv_for(config, f"{RUN_DIR}/hostfile", f"{RUN_DIR}/ds_config.json", plan)),
+        preflight_argv=tuple(preflight_argv_for(config, f"{RUN_DIR}/hostfile", plan)),
     )
 
 

@@ -10,7 +10,7 @@ import functools
 import pulumi
 
 from components.container_files import PlacedFile, container_files
-from components.mesh_files import MeshNode, render_authorized_keys, render_known_hosts
+from components.mesh_files import MeshNode, render_authorized_keys, render_known_hosts, render_ssh_config
 from components.naming import component_type
 from components.remote_script import RemoteScript, script_call
 
@@ -48,8 +48,8 @@ class SshMeshArgs:
 class SshMesh(pulumi.ComponentResource):
     """Creates, per container, a RemoteScript that collects its public user and host keys
     (making those removed inside it), and the ContainerFiles that install everybody's keys as
-    authorized_keys and known_hosts; then, from the manager's container, checks that every
-    other node answers ssh. Private keys never leave their container; strict host key checking
+    authorized_keys and known_hosts, and every node's address by name in root's ssh config;
+    then, from the manager's container, checks that every other node answers ssh. Private keys never leave their container; strict host key checking
     stays on. Every refresh reads all three again: a key, a file or a node's answer lost
     inside a container is put right by the next `up`.
 
@@ -64,14 +64,14 @@ class SshMesh(pulumi.ComponentResource):
     def __init__(self, name: str, args: SshMeshArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(component_type("SshMesh"), name, None, opts)
         collected = [self._collect(name, member) for member in args.members]
-        nodes = pulumi.Output.all(*[
-            keys.result.apply(functools.partial(mesh_node, member))
-            for member, keys in zip(args.members, collected, strict=True)
-        ])
+        # By name, not by the host list's order: reordering the hosts changes no file.
+        by_name = sorted(zip(args.members, collected, strict=True), key=lambda pair: pair[0].host_name)
+        nodes = pulumi.Output.all(*[keys.result.apply(functools.partial(mesh_node, member)) for member, keys in by_name])
         self.socket_ifname = collected[0].result.apply(lambda keys: str(keys["socket_ifname"]))
         authorized_keys = nodes.apply(render_authorized_keys)
         self.known_hosts = nodes.apply(render_known_hosts)
-        container_ids = [member.container_id for member in args.members]
+        ssh_config = nodes.apply(render_ssh_config)
+        container_ids = [member.container_id for member, _keys in by_name]
         self.trusts = [
             container_files(
                 f"{name}-{member.host_name}-trust",
@@ -82,14 +82,15 @@ class SshMesh(pulumi.ComponentResource):
                 files={
                     "authorized_keys": PlacedFile(authorized_keys, mode=0o600),
                     "known_hosts": PlacedFile(self.known_hosts),
+                    "config": PlacedFile(ssh_config, mode=0o600),
                 },
                 triggers=container_ids,
                 opts=pulumi.ResourceOptions(parent=self),
             )
-            for member in args.members
+            for member, _keys in by_name
         ]
-        manager, others = args.members[0], args.members[1:]
-        named = [f"{member.host_name}={member.address}" for member in others]
+        manager = args.members[0]
+        named = [f"{member.host_name}={member.address}" for member, _keys in by_name if member is not manager]
         self.reach = RemoteScript(
             f"{name}-reach",
             label=f"{manager.host_name}: ssh to every node",

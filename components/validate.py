@@ -57,7 +57,7 @@ def warnings(config: LabConfig) -> list[str]:
 
 def summary(config: LabConfig) -> str:
     """A few lines describing what ``pulumi up`` would build."""
-    plan = config.address_plan
+    plan = config.address_plan()  # as a new stack gets it; a running one keeps its hosts' addresses
     network = config.network
     lines = [
         f"hosts ({len(config.hosts)}), manager first:",
@@ -65,7 +65,7 @@ def summary(config: LabConfig) -> str:
     for host in order_manager_first(config.hosts):
         lines.append(
             f"  {host.name:<12} {host.role:<7} {host.ssh_user}@{host.address}:{host.ssh_port}"
-            f"  container {config.node_address(host.name):<15} gpus {_gpus(host.gpus)}"
+            f"  container {config.node_address(host.name, plan):<15} gpus {_gpus(host.gpus)}"
             f"  slots {host.slots}"
         )
     lines += [

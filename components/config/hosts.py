@@ -107,7 +107,10 @@ class Host(FrozenModel):
     )
     container_address: IPv4Str | None = Field(
         default=None,
-        description="Static overlay address of the container. Default: from the address plan.",
+        description=(
+            "Pins the container's overlay address. Default: the address it already holds (kept "
+            "whatever the list's order), or for a new host the lowest free one outside ip_range."
+        ),
         examples=["10.0.3.128"],
     )
     overrides: HostOverrides = Field(

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import functools
 import ipaddress
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from pydantic import Field, model_validator
@@ -127,7 +126,7 @@ class LabConfig(FrozenModel):
             seen.setdefault(value, index)
         if not problems:
             try:
-                self.address_plan  # worked out now, so a plan that cannot be made names the field
+                self.address_plan()  # worked out now, so a plan that cannot be made names the field
             except AddressPlanError as error:
                 problems.add(("network", "subnet"), str(error))
         return problems
@@ -236,22 +235,24 @@ class LabConfig(FrozenModel):
             return self.container.ssh_port
         return HOST_MODE_SSH_PORT if self.network.mode == "host" else 22
 
-    def node_address(self, host_name: str) -> str:
+    def node_address(self, host_name: str, plan: AddressPlan) -> str:
         """Where the other containers reach host ``host_name``'s container: its overlay
-        address, or in host mode the host's own."""
+        address in ``plan``, or in host mode the host's own."""
         if self.network.mode == "host":
             return next(host.address for host in self.hosts if host.name == host_name)
-        return self.address_plan.address_of(host_name)
+        return plan.address_of(host_name)
 
-    @functools.cached_property
-    def address_plan(self) -> AddressPlan:
-        """Gateway, dynamic range and each host's static container address: worked out once
-        (every container's address and /etc/hosts, the hostfile and the launch read it)."""
+    def address_plan(self, held: Mapping[str, str] | None = None, in_use: Collection[str] = ()) -> AddressPlan:
+        """Gateway, dynamic range and each host's static container address. ``held``: the
+        addresses the stack's containers have now (a host keeps its own; none for a new
+        stack); ``in_use``: those of containers on hosts that left the list."""
         return plan_addresses(
             self.network.subnet,
             [(host.name, host.container_address) for host in self.hosts],
             ip_range=self.network.effective_ip_range,
             gateway=self.network.gateway,
+            held=held,
+            in_use=in_use,
         )
 
 

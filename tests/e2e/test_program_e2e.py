@@ -1,7 +1,8 @@
 """The product end to end on the simulated 2-host lab, with the built toolchain and the dev
 stack's configuration: up from nothing (swarm, overlay, image, containers, SSH mesh, a
 DeepSpeed ZeRO-2 run across both containers), a no-change preview, a training change
-that re-runs training only, and a destroy that leaves nothing.
+that re-runs training only, a third host inserted at the front of the list and the list
+reordered (no other container moves), and a destroy that leaves nothing.
 
 The tests share one stack and run in file order; each reads the real world, not the
 program's own claims.
@@ -14,6 +15,7 @@ import re
 from collections.abc import Iterator
 
 import pytest
+import yaml
 
 from tests.support.pulumi_output import diagnostics_of, step_lines
 from tests.support.sim_hosts import host_fault, hosts_up, inspect, keep_build_cache, on_host, wait_for_sshd
@@ -180,13 +182,92 @@ def test_changing_a_training_argument_reruns_only_training(stack: Stack) -> None
     assert "steps=25" in training_log(), "the new run used the new argument"
 
 
+def container_ids(hosts: tuple[str, ...]) -> dict[str, str]:
+    ids = {}
+    for host in hosts:
+        container = inspect(host, "container", "llm")
+        assert container is not None, f"{host} runs its container"
+        ids[host] = str(container["Id"])
+    return ids
+
+
+def set_hosts(stack: Stack, hosts: list[str]) -> None:
+    """The stack's host list in this order (server1 the manager), with the batch that fits it."""
+    document = yaml.safe_load((stack.cli.project_dir / f"Pulumi.{STACK}.yaml").read_text(encoding="utf-8"))
+    training = document["config"]["dslab:training"]
+    training["deepspeed"]["train_batch_size"] = 4 * len(hosts)
+    stack.merge_config(
+        {
+            "hosts": [
+                {"name": host, "address": f"10.0.18.{host[-1]}", "role": "manager" if host == "server1" else "worker",
+                 "ssh_user": "root", "gpus": "none"}
+                for host in hosts
+            ],
+            "training": training,
+        }
+    )  # fmt: skip
+
+
+def summary_line(preview: str) -> str:
+    """The preview's `Resources:` summary, e.g. `+ 9 to create ... 30 unchanged`, on one line."""
+    block = preview[preview.rindex("Resources:") :].split("\n\n")[0]
+    return " ".join(line.strip() for line in block.splitlines()[1:] if line.strip())
+
+
+def test_a_host_inserted_at_the_front_of_the_list_moves_no_container_and_joins_the_run(stack: Stack) -> None:
+    hosts_up(3)
+    before = stack.outputs()["container_ips"]
+    ids = container_ids(HOSTS)
+
+    set_hosts(stack, ["server3", "server1", "server2"])
+    steps = stack.preview_changes("--diff")
+    assert steps["server3-llm"]["op"] == "create", "the new host gets its container"
+    # Their containers, claims, swarm joins, keys and images stay; the mesh's files and the
+    # run's files (the hostfile) now name server3.
+    touched = {name for name in steps if any(host in name for host in HOSTS) and not name.endswith(("-trust", "-files"))}
+    assert not touched, f"nothing of the other hosts changes but the mesh's and the run's files: {touched}"
+    print("insert at the front:", summary_line(stack.pulumi("preview")))
+
+    stack.pulumi("up", "--yes")
+    after = stack.outputs()["container_ips"]
+    assert isinstance(before, dict) and isinstance(after, dict)
+    assert {host: after[host] for host in HOSTS} == before, "server1 and server2 keep their addresses"
+    assert after["server3"] not in before.values()
+    assert container_ids(HOSTS) == ids, "and their containers"
+    log = training_log()
+    assert "dslab: world_size=3" in log and "dslab: finished" in log, "the run took in the new host"
+    stack.pulumi("preview", "--expect-no-changes")
+
+
+def test_reordering_the_list_moves_no_container_and_the_run_follows_the_new_order(stack: Stack) -> None:
+    everyone = (*HOSTS, "server3")
+    before = stack.outputs()["container_ips"]
+    ids = container_ids(everyone)
+
+    set_hosts(stack, ["server2", "server3", "server1"])
+    steps = stack.preview_changes("--diff")
+    changed = {name for name in steps if "server" in name and not name.endswith("-files")}
+    assert not changed, f"nothing of any host changes but the run's files: {changed}"
+    assert "lab-training-run" in steps, "the hostfile's order changed: the run follows it"
+    print("reorder:", summary_line(stack.pulumi("preview")))
+
+    stack.pulumi("up", "--yes")
+    assert stack.outputs()["container_ips"] == before
+    assert container_ids(everyone) == ids
+    assert on_host("server1", "docker", "exec", "llm", "cat", "/opt/dslab/run/hostfile").split() == [
+        "server1", "slots=1", "server2", "slots=1", "server3", "slots=1",
+    ], "ranks follow the list, the manager first"  # fmt: skip
+    assert "dslab: finished" in training_log()
+    stack.pulumi("preview", "--expect-no-changes")
+
+
 def test_a_new_shm_size_previews_as_the_containers_shm_size_and_nothing_else(stack: Stack) -> None:
     stack.pulumi("config", "set", "--path", "container.shm_size", "2G")
     try:
         steps = stack.preview_changes("--diff")
     finally:
         stack.pulumi("config", "set", "--path", "container.shm_size", "1G")
-    for container in ("server1-llm", "server2-llm"):
+    for container in ("server1-llm", "server2-llm", "server3-llm"):
         assert container in steps, f"{container} changes: {sorted(steps)}"
         assert steps[container]["diffReasons"] == ["shmSize"], "the diff names the container's field"
         detailed = steps[container]["detailedDiff"]
@@ -204,7 +285,7 @@ def test_destroy_after_a_container_removed_by_hand_leaves_nothing_on_any_host(st
     on_host("server2", "docker", "rm", "--force", "llm")
     stack.pulumi("destroy", "--yes")
 
-    for host in HOSTS:
+    for host in (*HOSTS, "server3"):
         assert on_host(host, "docker", "ps", "--all", "--quiet").strip() == "", f"no containers left on {host}"
         assert inspect(host, "network", "test-net") is None, f"no overlay network left on {host}"
         state = on_host(host, "docker", "info", "--format", "{{.Swarm.LocalNodeState}}").strip()

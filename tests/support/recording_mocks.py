@@ -4,6 +4,7 @@ would print."""
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +33,10 @@ class RecordingMocks(pulumi.runtime.Mocks):
     script would print, a container's `networkDatas` the static addresses it asked for."""
 
     resources: dict[str, Recorded] = field(default_factory=dict)
+    answers: str | None = None
+    """What the hosts answer components.host_facts (`command:local:run`); None: as a new
+    stack's hosts would, server1's interface MTU 1500 and every other's 9000, no container."""
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
         self.resources[args.name] = Recorded(name=args.name, type=args.typ, inputs=dict(args.inputs))
@@ -47,8 +52,12 @@ class RecordingMocks(pulumi.runtime.Mocks):
             ]
         return f"{args.name}-id", outputs
 
-    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
-        return {}, None
+    def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:
+        self.calls.append((args.token, dict(args.args)))
+        if args.token == "command:local:run":
+            stdout = self.answers if self.answers is not None else new_hosts_answers(args.args["command"])
+            return {"command": args.args["command"], "stdout": stdout, "stderr": ""}
+        return {}
 
 
 def fake_result(script: str, name: str) -> dict[str, Any]:
@@ -72,8 +81,12 @@ def fake_stdout(inputs: dict[str, Any], name: str) -> str:
     of `assets/` fed to `bash -s` (recognised by its text)."""
     if "/opt/dslab/preflight.sh" in str(inputs.get("create", "")):
         return '{"nodes": 2, "busbw_gbps": 3.5, "allreduce": {"backend": "gloo"}}'
-    if inputs.get("stdin") == (ASSETS_DIR / "host" / "interface-mtu.sh").read_text(encoding="utf-8"):
-        return "1500" if "server1" in name else "9000"
     if inputs.get("stdin") == (ASSETS_DIR / "operator" / "new-secret.sh").read_text(encoding="utf-8"):
         return "5" * 64
     return ""
+
+
+def new_hosts_answers(command: str) -> str:
+    """assets/operator/ask-hosts.sh's answer from hosts with no container yet: each one's MTU."""
+    hosts = [arg.split("=", 1)[0] for arg in shlex.split(command) if "=" in arg and "@" in arg]
+    return "".join(f"{host} mtu {1500 if host == 'server1' else 9000}\n" for host in hosts)

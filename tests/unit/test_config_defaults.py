@@ -124,7 +124,7 @@ def test_world_size_is_the_sum_of_slots_and_the_manager_comes_first() -> None:
 def test_container_addresses_come_from_the_upper_half_of_the_subnet_in_host_order() -> (
     None
 ):
-    plan = load_lab_config(minimal()).address_plan
+    plan = load_lab_config(minimal()).address_plan()
     assert plan.container_addresses == (
         ("server1", "10.0.3.128"),
         ("server2", "10.0.3.129"),

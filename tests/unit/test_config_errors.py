@@ -259,7 +259,7 @@ def test_host_mode_refuses_overlay_only_settings() -> None:
 def test_host_mode_reaches_containers_at_the_hosts_addresses_on_port_2222() -> None:
     config = load_lab_config(lab(network={"mode": "host"}))
     assert config.container_ssh_port == 2222
-    assert [config.node_address(host.name) for host in config.hosts] == [host.address for host in config.hosts]
+    assert [config.node_address(host.name, config.address_plan()) for host in config.hosts] == [host.address for host in config.hosts]
 
 
 def test_a_container_address_outside_the_subnet_is_rejected() -> None:

@@ -42,7 +42,7 @@ def gpu_stack() -> LabConfig:
 
 
 def local_files(gpus: int = 8) -> RunFiles:
-    return gpu_check.local_run_files(run_files(gpu_stack()), gpus)
+    return gpu_check.local_run_files(run_files(gpu_stack(), gpu_stack().address_plan()), gpus)
 
 
 def after_dashes(args: list[str]) -> list[str]:
@@ -58,13 +58,13 @@ def test_the_check_stack_is_the_write_ups_fp16_zero2_lora_sft_on_the_gpu_image()
     assert config.image.variant == "gpu" and config.image.llamafactory == "0.9.4"
     assert isinstance(workload, LlamaFactoryWorkload)
     assert workload.args["fp16"] is True and workload.args["finetuning_type"] == "lora"
-    ds_config = json.loads(run_files(config).ds_config)
+    ds_config = json.loads(run_files(config, config.address_plan()).ds_config)
     assert ds_config["fp16"]["enabled"] == "auto", "the write-up's fp16 auto, filled in from --fp16 true"
     assert ds_config["zero_optimization"]["stage"] == 2
 
 
 def test_the_gpu_runs_argv_and_rank_environment_are_golden() -> None:
-    files = run_files(gpu_stack())
+    files = run_files(gpu_stack(), gpu_stack().address_plan())
     assert_golden("launch_argv.gpu-check.txt", "\n".join(files.argv) + "\n")
     assert_golden("preflight_argv.gpu-check.txt", "\n".join(files.preflight_argv) + "\n")
     assert_golden("deepspeed_env.gpu-check", run_deepspeed_env(gpu_stack(), "eth0"))

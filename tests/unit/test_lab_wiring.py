@@ -71,8 +71,6 @@ def test_every_manual_step_of_the_write_up_is_a_resource(mocks: RecordingMocks) 
         }, "the engines, the overlay and the containers are pulumi-docker resources named as in the write-up"
         commands = {r.name: r.inputs for r in mocks.resources.values() if r.type == REMOTE_COMMAND}
         assert set(commands) == {
-            "lab-network-server1-mtu",
-            "lab-network-server2-mtu",
             "lab-swarm-server2-membership",
             "lab-training-preflight-check",
         }, "steps with nothing to read back are pulumi-command Commands"
@@ -191,7 +189,9 @@ def test_containers_wait_for_the_network_their_image_and_their_swarm_join(mocks:
         assert container["networksAdvanced"] == [
             {"name": "test-net-id", "ipv4Address": "10.0.3.129", "aliases": ["server2"]}
         ], "on the overlay (by id: a new network replaces it) at its static address from the plan"
-        assert container["hosts"] == [{"host": "server1", "ip": "10.0.3.128"}], "the other node resolves by name"
+        assert "hosts" not in container, "nothing in it depends on the other hosts"
+        config = mocks.resources["lab-mesh-server2-trust"].inputs["stdin_archive"]["config"]
+        assert "Host server1\n    HostName 10.0.3.128\n" in config["content"], "the mesh says where the other node is"
         assert container["image"] == "sha256:built", "the image by id: a rebuilt image replaces it"
         assert container["shmSize"] == 1024 and container["restart"] == "always", "shm 1G in MiB"
         assert container["wait"] is True and container["healthcheck"]["tests"] == ["CMD", "/opt/dslab/ready.sh"]
@@ -265,10 +265,8 @@ def test_the_overlay_mtu_is_the_smallest_host_interface_mtu_less_the_vxlan_overh
     lab = build_dev_lab()
 
     def check(values: list[Any]) -> None:
-        assert {name for name in mocks.resources if name.endswith("-mtu")} == {
-            "lab-network-server1-mtu",
-            "lab-network-server2-mtu",
-        }, "every host's interface is read"
+        (token, asked), *_rest = mocks.calls
+        assert token == "command:local:run" and shlex.split(asked["command"])[5] == "yes", "every host's MTU is asked"
         network = mocks.resources["test-net"].inputs
         assert network["options"]["com.docker.network.driver.mtu"] == "1500", (
             "docker's option is the underlay's MTU: server1's 1500 (not 9000)"
@@ -368,7 +366,9 @@ def test_host_mode_has_no_swarm_or_overlay_and_reaches_containers_at_the_hosts_a
         assert not [r for r in mocks.resources.values() if r.type == DOCKER_NETWORK], "no overlay"
         container = mocks.resources["server2-llm"].inputs
         assert container["networkMode"] == "host" and "networksAdvanced" not in container
-        assert container["hosts"] == [{"host": "server1", "ip": "10.0.18.1"}]
+        assert "hosts" not in container
+        config = mocks.resources["lab-mesh-server2-trust"].inputs["stdin_archive"]["config"]["content"]
+        assert "Host server1\n    HostName 10.0.18.1\n" in config, "the other node by name, at its host's address"
         assert "DSLAB_SSH_PORT=2222" in container["envs"] and "DSLAB_OVERLAY_SUBNET=10.0.18.2/32" in container["envs"]
         launch = mocks.resources["lab-training-run"].inputs["create"]["args"]
         training = launch[launch.index("--") + 1 :]
@@ -400,3 +400,57 @@ def test_the_shell_command_opens_a_terminal_in_the_manager_container(mocks: Reco
         "ssh -i .simhosts/operator_ed25519 -o UserKnownHostsFile=.simhosts/known_hosts -o StrictHostKeyChecking=yes "
         "-p 22 -t root@10.0.18.1 docker exec -it llm bash"
     )
+
+
+def build_lab_with_hosts(hosts: list[dict[str, Any]]) -> Any:
+    """The dev stack's lab with `hosts` as its host list (and the batch that fits them)."""
+    from components.config import load_lab_config, strip_namespace
+    from components.lab import Lab
+
+    document = yaml.safe_load((REPO / "Pulumi.dev.yaml").read_text(encoding="utf-8"))
+    values, _ = strip_namespace(document["config"])
+    values["hosts"] = hosts
+    values["training"]["deepspeed"]["train_batch_size"] = 4 * len(hosts)
+    config = load_lab_config(values)
+    return Lab(
+        "lab", config, project_dir=Path(REPO), owner="organization/dslab/dev", credentials=unit_credentials(config)
+    )
+
+
+@pulumi.runtime.test
+def test_a_host_inserted_at_the_front_of_a_reordered_list_moves_no_container(mocks: RecordingMocks) -> Any:
+    mocks.answers = (
+        "server1 mtu 1500\nserver1 held server1 10.0.3.128\nserver1 in-use 10.0.3.129\n"
+        "server2 mtu 1500\nserver2 held server2 10.0.3.129\nserver3 mtu 1500\n"
+    )
+    lab = build_lab_with_hosts(
+        [
+            {"name": "server3", "address": "10.0.18.3", "role": "worker"},
+            {"name": "server2", "address": "10.0.18.2", "role": "worker"},
+            {"name": "server1", "address": "10.0.18.1", "role": "manager"},
+        ]
+    )
+
+    def check(_: Any) -> None:
+        (token, probe), *_rest = mocks.calls
+        assert token == "command:local:run", "the hosts are asked first"
+        command = shlex.split(probe["command"])
+        assert command[1].endswith("assets/operator/ask-hosts.sh") and "organization/dslab/dev" in command
+        assert {"server3=root@10.0.18.3:22", "server1=root@10.0.18.1:22"} <= set(command), "every host is asked"
+        assert "StrictHostKeyChecking=yes" in command, "with strict host keys"
+        planned = {
+            host: mocks.resources[f"{host}-llm"].inputs["networksAdvanced"][0]["ipv4Address"]
+            for host in ("server1", "server2", "server3")
+        }
+        assert planned == {"server1": "10.0.3.128", "server2": "10.0.3.129", "server3": "10.0.3.130"}
+        launch = mocks.resources["lab-training-run"].inputs["create"]["args"]
+        assert launch[launch.index("--master_addr") + 1] == "10.0.3.128", "the manager is where it was"
+
+    assert lab.hostfile == "server1 slots=1\nserver3 slots=1\nserver2 slots=1\n", "ranks follow the list, manager first"
+    return everything_registered(lab).apply(check)
+
+
+def test_a_host_that_cannot_be_asked_for_its_address_fails_up_naming_it(mocks: RecordingMocks) -> None:
+    mocks.answers = "server1 mtu 1500\nserver1 held server1 10.0.3.128\nserver2 failed no answer over ssh in 30 s\n"
+    with pytest.raises(pulumi.RunError, match=r"from the hosts: server2: no answer over ssh in 30 s$"):
+        build_dev_lab()

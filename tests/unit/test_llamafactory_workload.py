@@ -67,7 +67,7 @@ def problems_of(**workload_changes: Any) -> list[str]:
 
 
 def test_the_launch_argv_is_the_proven_one_with_the_images_entry_point() -> None:
-    argv = launch_argv_for(tiny_lab(), "/opt/dslab/run/hostfile", "/opt/dslab/run/ds_config.json")
+    argv = launch_argv_for(tiny_lab(), "/opt/dslab/run/hostfile", "/opt/dslab/run/ds_config.json", tiny_lab().address_plan())
     assert_golden("launch_argv.llamafactory-tiny.txt", "\n".join(argv) + "\n")
     assert argv[7] == "/opt/dslab/llamafactory_train.py", "a file path: the launcher prepends --local_rank"
 
@@ -81,7 +81,7 @@ def test_the_model_and_dataset_fill_their_arguments_unless_given() -> None:
 
 
 def test_the_dataset_dir_is_the_run_directory_where_dataset_info_json_is_placed() -> None:
-    argv = launch_argv_for(tiny_lab(), "/opt/dslab/run/hostfile", "/opt/dslab/run/ds_config.json")
+    argv = launch_argv_for(tiny_lab(), "/opt/dslab/run/hostfile", "/opt/dslab/run/ds_config.json", tiny_lab().address_plan())
     assert argv[argv.index("--dataset_dir") + 1] == "/opt/dslab/run", "beside ds_config.json"
 
 
@@ -115,7 +115,7 @@ def test_every_rank_runs_offline() -> None:
 def test_the_model_and_dataset_are_mounted_in_every_container() -> None:
     lab = tiny_lab()
     for host in lab.hosts:
-        args = docker_run_args(container_spec(lab, host, "dslab/train:x", "o/p/s"))
+        args = docker_run_args(container_spec(lab, host, "dslab/train:x", "o/p/s", lab.address_plan()))
         volumes = [args[i + 1] for i, arg in enumerate(args) if arg == "--volume"]
         assert "/srv/dslab/models/tiny-llama:/models/tiny-llama:ro" in volumes
         assert "/srv/dslab/datasets:/datasets:ro" in volumes

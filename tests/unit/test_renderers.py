@@ -142,7 +142,7 @@ def test_deepspeed_env_rejects_a_bad_name() -> None:
 def test_the_dev_launch_argv_names_the_manager_container_address(
     dev: LabConfig,
 ) -> None:
-    argv = launch_argv_for(dev, "/opt/dslab/hostfile", "/opt/dslab/ds_config.json")
+    argv = launch_argv_for(dev, "/opt/dslab/hostfile", "/opt/dslab/ds_config.json", dev.address_plan())
     assert argv == [
         "deepspeed",
         "--hostfile",
@@ -160,7 +160,7 @@ def test_the_dev_launch_argv_names_the_manager_container_address(
 
 
 def test_the_gpu_launch_argv_is_the_write_ups_command(gpu: LabConfig) -> None:
-    argv = launch_argv_for(gpu, "hostfile", "ds_config.json")
+    argv = launch_argv_for(gpu, "hostfile", "ds_config.json", gpu.address_plan())
     assert argv[:10] == [
         "deepspeed",
         "--hostfile",

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# What the program must know about this host before it plans anything. Reads only. Prints
+#   mtu N              the MTU of the interface that holds ADDRESS (the overlay's VXLAN
+#                      packets leave through it), when asked for (MTU = yes)
+#   mtu-unknown WHY    when it cannot be found
+#   held HOST ADDRESS  for each container here labelled dslab.owner=OWNER with a static
+#                      address on NETWORK (running or not; HOST is its dslab.host label)
+#   in-use ADDRESS     for each container on NETWORK anywhere in the swarm, as the overlay's
+#                      gossip tells a host that has a container on it (those on hosts that
+#                      left the stack's list hold theirs until they are removed)
+# Usage: host-facts.sh OWNER NETWORK ADDRESS MTU
+set -euo pipefail
+owner=$1 network=$2 address=$3 want_mtu=$4
+
+if [[ "$want_mtu" == yes ]]; then
+  if ! command -v ip >/dev/null; then
+    echo "mtu-unknown the 'ip' command (iproute2) is needed on this host to find its MTU; or set network.mtu"
+  else
+    interface=$(ip -o -4 addr show | awk -v address="$address" '{split($4, cidr, "/"); if (cidr[1] == address) {print $2; exit}}')
+    interface=${interface%%@*}
+    if [[ -z "$interface" ]]; then
+      echo "mtu-unknown no interface holds $address on this host (hosts[].address); its MTU is unknown: set network.mtu"
+    else
+      echo "mtu $(cat "/sys/class/net/$interface/mtu")"
+    fi
+  fi
+fi
+
+ids=$(docker ps --all --quiet --filter "label=dslab.owner=$owner")
+if [[ -n "$ids" ]]; then
+  # shellcheck disable=SC2086  # one argument per container id
+  docker inspect --format "{{index .Config.Labels \"dslab.host\"}} {{with index .NetworkSettings.Networks \"$network\"}}{{with .IPAMConfig}}{{.IPv4Address}}{{end}}{{end}}" $ids |
+    awk 'NF == 2 {print "held", $1, $2}'
+fi
+# No such network here (no container on it yet): nothing in use that this host can see.
+docker network inspect --verbose --format '{{range .Services}}{{range .Tasks}}{{.EndpointIP}}{{"\n"}}{{end}}{{end}}' "$network" 2>/dev/null |
+  awk 'NF == 1 {print "in-use", $1}' || true

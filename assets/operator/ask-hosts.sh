@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Ask every host at once what the program must know before it plans (assets/host/host-facts.sh
+# over ssh): its interface MTU, the overlay address its container of the stack holds, the
+# addresses in use on the overlay. Always exits 0; prints each host's lines prefixed with its
+# name, or one line for a host that could not be asked:
+#   HOST failed MESSAGE      (ssh refused, no answer in time, ...)
+# Usage: ask-hosts.sh HOST_SCRIPT OWNER NETWORK MTU TIMEOUT_S NAME=USER@ADDRESS:PORT... -- SSH_OPTION...
+set -uo pipefail
+host_script=$1 owner=$2 network=$3 want_mtu=$4 timeout_s=$5
+shift 5
+hosts=()
+while [[ $# -gt 0 && $1 != -- ]]; do hosts+=("$1"); shift; done
+shift  # --
+ssh_options=("$@")
+
+answers=$(mktemp -d)
+trap 'rm -rf "$answers"' EXIT
+
+ask() {
+  local name=$1 target=$2 port=$3 rc=0
+  timeout "$timeout_s" ssh "${ssh_options[@]}" -p "$port" "$target" bash -s -- "$owner" "$network" "${target#*@}" "$want_mtu" \
+    <"$host_script" >"$answers/$name.out" 2>"$answers/$name.err" || rc=$?
+  echo "$rc" >"$answers/$name.rc"
+}
+
+for spec in "${hosts[@]}"; do
+  name=${spec%%=*} destination=${spec#*=}
+  ask "$name" "${destination%:*}" "${destination##*:}" &
+done
+wait
+
+for spec in "${hosts[@]}"; do
+  name=${spec%%=*}
+  rc=$(cat "$answers/$name.rc")
+  if [[ $rc == 0 ]]; then
+    sed "s/^/$name /" "$answers/$name.out"
+  elif [[ $rc == 124 ]]; then
+    echo "$name failed no answer over ssh in ${timeout_s} s"
+  else
+    echo "$name failed $(tail -n 1 "$answers/$name.err" | tr -d '\r')"
+  fi
+done

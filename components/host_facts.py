@@ -1,0 +1,106 @@
+"""What the program reads from the hosts before it plans, on every preview and up: each
+host's interface MTU (the overlay's MTU follows the smallest), the overlay address its
+container holds (the address plan keeps it: a host's place in the list is not its identity,
+components.address_plan), and the addresses in use on the overlay.
+
+A probe, not a resource: `command.local.run` is an invoke, run by every `pulumi preview` and
+`pulumi up` before anything is planned, so what it reads is known to the preview (a host
+added to the list changes no other host's resources, even in the preview). It asks every
+host at once over ssh (strict host keys, the operator's key; assets/operator/ask-hosts.sh)
+and reads only.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_command as command
+
+from components.config import LabConfig
+from components.host_engine import docker_ssh_opts, private_key_file
+from components.paths import ASSETS_DIR
+
+ASK_SCRIPT = ASSETS_DIR / "operator" / "ask-hosts.sh"
+HOST_SCRIPT = ASSETS_DIR / "host" / "host-facts.sh"
+ASK_TIMEOUT_S = 30
+"""How long one host may take to answer: a host that does not is named, not waited on."""
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    """What the hosts said."""
+
+    addresses: dict[str, str]
+    """Host name -> the overlay address its container holds."""
+    in_use: frozenset[str]
+    """Addresses other containers on the overlay hold (those of hosts that left the list keep
+    theirs until `up` removes them, at its end): given to nobody in this run."""
+    mtus: dict[str, int]
+    """Host name -> the MTU of the interface that holds its address (when asked for)."""
+    problems: dict[str, str]
+    """Host name -> why it could not be asked, or what it could not tell."""
+
+
+def parse_answers(output: str, hosts: list[str], want_mtu: bool) -> HostFacts:
+    """ask-hosts.sh's lines (`HOST held LABEL ADDRESS`, `HOST in-use ADDRESS`, `HOST mtu N`,
+    `HOST mtu-unknown WHY`, `HOST failed WHY`) as HostFacts."""
+    addresses: dict[str, str] = {}
+    in_use: set[str] = set()
+    mtus: dict[str, int] = {}
+    problems: dict[str, str] = {}
+    for line in output.splitlines():
+        host, kind, rest = (line.split(" ", 2) + ["", ""])[:3]
+        if kind == "held":
+            label, _, address = rest.partition(" ")
+            if label == host:
+                addresses[host] = address
+            else:
+                in_use.add(address)
+        elif kind == "in-use":
+            in_use.add(rest)
+        elif kind == "mtu" and rest.isdigit():
+            mtus[host] = int(rest)
+        elif kind in ("mtu-unknown", "failed"):
+            problems[host] = rest or "no answer"
+    if want_mtu:
+        for host in hosts:
+            if host not in mtus and host not in problems:
+                problems[host] = "did not tell its interface MTU"
+    return HostFacts(
+        addresses=addresses, in_use=frozenset(in_use - set(addresses.values())), mtus=mtus, problems=problems
+    )
+
+
+def ask_command(config: LabConfig, owner: str, want_mtu: bool) -> str:
+    """ask-hosts.sh's command line: every host of the stack, the operator's ssh options."""
+    operator = config.operator
+    hosts = [f"{host.name}={host.ssh_user}@{host.address}:{host.ssh_port}" for host in config.hosts]
+    options = docker_ssh_opts(private_key_file(operator), operator.known_hosts_path)
+    return shlex.join(
+        [
+            "bash", str(ASK_SCRIPT), str(HOST_SCRIPT), owner, config.network.name, "yes" if want_mtu else "no",
+            str(ASK_TIMEOUT_S), *hosts, "--", *options,
+        ]
+    )  # fmt: skip
+
+
+def read_host_facts(config: LabConfig, owner: str, project_dir: str) -> HostFacts:
+    """Asks every host (nothing to ask on the hosts' own network, where there is no overlay).
+    A host that cannot be asked, or cannot tell its MTU, fails `pulumi up` naming it before
+    anything changes; a preview warns and plans without what that host would have said."""
+    if config.network.mode == "host":
+        return HostFacts(addresses={}, in_use=frozenset(), mtus={}, problems={})
+    want_mtu = config.network.mtu is None
+    result = command.local.run(command=ask_command(config, owner, want_mtu), dir=project_dir)
+    facts = parse_answers(result.stdout, [host.name for host in config.hosts], want_mtu)
+    if facts.problems:
+        report = "; ".join(f"{host}: {why}" for host, why in sorted(facts.problems.items()))
+        if not pulumi.runtime.is_dry_run():
+            raise pulumi.RunError(f"could not read what the program needs from the hosts: {report}")
+        pulumi.warn(
+            f"could not read what the program needs from the hosts ({report}); this preview plans "
+            f"{', '.join(sorted(facts.problems))} as if no container were there yet"
+        )
+    return facts

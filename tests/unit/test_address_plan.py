@@ -1,0 +1,157 @@
+"""The address plan keeps each host's address whatever the host list's order, and the
+answers of the hosts that tell it which addresses the containers hold (the scripts run with
+stand-in ssh, ip and docker)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from components.address_plan import AddressPlan, AddressPlanError, plan_addresses
+from components.host_facts import ASK_SCRIPT, HOST_SCRIPT, parse_answers
+
+SUBNET = "10.0.3.0/24"
+
+
+def addresses(plan: AddressPlan) -> dict[str, str]:
+    return dict(plan.container_addresses)
+
+
+def held_after(*hosts: str, subnet: str = SUBNET) -> dict[str, str]:
+    """What a new stack of HOSTS (in that order) gives its containers: what they hold next time."""
+    return addresses(plan_addresses(subnet, [(host, None) for host in hosts]))
+
+
+def test_a_new_stack_numbers_its_hosts_in_list_order_from_the_upper_half() -> None:
+    assert held_after("server1", "server2") == {"server1": "10.0.3.128", "server2": "10.0.3.129"}
+
+
+def test_a_host_inserted_at_the_front_takes_a_free_address_and_moves_nobody() -> None:
+    held = held_after("server1", "server2")
+    plan = plan_addresses(SUBNET, [("server0", None), ("server1", None), ("server2", None)], held=held)
+    assert addresses(plan) == {"server0": "10.0.3.130", "server1": "10.0.3.128", "server2": "10.0.3.129"}
+
+
+def test_removing_the_first_worker_moves_nobody_and_its_address_is_not_given_while_in_use() -> None:
+    held = held_after("server1", "server2", "server3")
+    # server2's container is still on the overlay until `up` removes it, at its end.
+    plan = plan_addresses(
+        SUBNET, [("server1", None), ("server3", None), ("server4", None)], held=held, in_use={held["server2"]}
+    )
+    assert addresses(plan) == {"server1": "10.0.3.128", "server3": "10.0.3.130", "server4": "10.0.3.131"}
+    # Once it is gone, a later new host may have it.
+    remaining = {host: address for host, address in held.items() if host != "server2"}
+    later = plan_addresses(SUBNET, [("server1", None), ("server3", None), ("server5", None)], held=remaining)
+    assert addresses(later)["server5"] == "10.0.3.129"
+
+
+def test_reordering_the_list_changes_no_address() -> None:
+    held = held_after("server1", "server2", "server3")
+    plan = plan_addresses(SUBNET, [("server3", None), ("server1", None), ("server2", None)], held=held)
+    assert addresses(plan) == held
+    assert [name for name, _ in plan.container_addresses] == ["server3", "server1", "server2"], "list order kept"
+
+
+def test_a_pinned_address_wins_and_a_host_holding_it_moves() -> None:
+    held = held_after("server1", "server2")
+    plan = plan_addresses(SUBNET, [("server1", None), ("server2", "10.0.3.128")], held=held)
+    assert addresses(plan) == {"server1": "10.0.3.130", "server2": "10.0.3.128"}
+
+
+def test_a_held_address_the_plan_cannot_keep_is_given_anew() -> None:
+    # Outside a new subnet, inside the dynamic range, or the same as another host's.
+    held = {"a": "10.9.9.200", "b": "10.0.3.5", "c": "10.0.3.140", "d": "10.0.3.140"}
+    plan = plan_addresses(SUBNET, [("a", None), ("b", None), ("c", None), ("d", None)], held=held)
+    assert addresses(plan) == {"a": "10.0.3.128", "b": "10.0.3.129", "c": "10.0.3.140", "d": "10.0.3.130"}
+
+
+def test_sixteen_hosts_in_a_slash_25_never_share_an_address_in_any_order() -> None:
+    hosts = [f"node{index:02d}" for index in range(16)]
+    held = held_after(*hosts, subnet="10.0.3.0/25")
+    for order in (hosts, hosts[::-1], hosts[8:] + hosts[:8]):
+        plan = plan_addresses("10.0.3.0/25", [(host, None) for host in order], held=held)
+        assert len(set(addresses(plan).values())) == 16
+        assert addresses(plan) == held
+
+
+def test_a_slash_28_that_fills_up_names_the_subnet_and_the_host_left_without() -> None:
+    # 10.0.3.0/28: ip_range .0/29, so the static candidates are .8 to .14: seven hosts.
+    held = held_after(*(f"h{index}" for index in range(7)), subnet="10.0.3.0/28")
+    assert set(held.values()) == {f"10.0.3.{last}" for last in range(8, 15)}
+    with pytest.raises(AddressPlanError, match=r"subnet 10.0.3.0/28 has no free static address left for host 'h7'"):
+        plan_addresses("10.0.3.0/28", [(f"h{index}", None) for index in range(8)], held=held)
+
+
+# --- what the hosts answer (components.host_facts) -----------------------------------------
+
+
+def test_the_answers_become_held_addresses_addresses_in_use_mtus_and_problems() -> None:
+    facts = parse_answers(
+        "server1 mtu 1500\n"
+        "server1 held server1 10.0.3.128\n"
+        "server1 in-use 10.0.3.128\n"
+        "server1 in-use 10.0.3.129\n"
+        "server1 in-use 10.0.3.3\n"
+        "server3 mtu-unknown no interface holds 10.0.18.3 on this host (hosts[].address); its MTU is unknown: set network.mtu\n"
+        "server3 held old-name 10.0.3.131\n"
+        "server2 failed ssh: connect to host 10.0.18.2 port 22: Connection refused\n"
+        "server4 held server4 10.0.3.130\n",
+        ["server1", "server2", "server3", "server4"],
+        want_mtu=True,
+    )
+    assert facts.addresses == {"server1": "10.0.3.128", "server4": "10.0.3.130"}
+    assert facts.in_use == {"10.0.3.129", "10.0.3.3", "10.0.3.131"}, "anything else on the overlay is not free"
+    assert facts.mtus == {"server1": 1500}
+    assert facts.problems == {
+        "server2": "ssh: connect to host 10.0.18.2 port 22: Connection refused",
+        "server3": "no interface holds 10.0.18.3 on this host (hosts[].address); its MTU is unknown: set network.mtu",
+        "server4": "did not tell its interface MTU",
+    }
+
+
+def stand_ins(tmp_path: Path) -> dict[str, str]:
+    """`ssh` that runs the host script here, with `ip` and `docker` answering as server1
+    would; the host 10.0.18.9 refuses, 10.0.18.8 never answers."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "ssh").write_text(
+        "#!/bin/bash\n"
+        'for arg; do case "$arg" in *@10.0.18.9) echo "ssh: connect to host 10.0.18.9 port 22: Connection refused" >&2; exit 255;;\n'
+        "  *@10.0.18.8) sleep 30;; esac; done\n"
+        'while [[ $1 != bash ]]; do shift; done\n'
+        'exec "$@"\n'
+    )
+    (bin_dir / "ip").write_text("#!/bin/bash\necho '2: lo    inet 10.0.18.1/24 brd 10.0.18.255 scope global lo'\n")
+    (bin_dir / "docker").write_text(
+        "#!/bin/bash\n"
+        'case "$1 $2" in\n'
+        '  "ps --all") echo c1;;\n'
+        '  "inspect --format") echo "server1 10.0.3.128";;\n'
+        '  "network inspect") printf "10.0.3.128\\n10.0.3.129\\n\\n";;\n'
+        "esac\n"
+    )
+    for tool in ("ssh", "ip", "docker"):
+        (bin_dir / tool).chmod(0o755)
+    return {"PATH": f"{bin_dir}:/usr/bin:/bin"}
+
+
+def test_every_host_is_asked_at_once_and_those_that_do_not_answer_are_named(tmp_path: Path) -> None:
+    ran = subprocess.run(
+        [
+            "bash", str(ASK_SCRIPT), str(HOST_SCRIPT), "o/p/s", "test-net", "yes", "2",
+            "server1=root@10.0.18.1:22", "server2=root@10.0.18.9:22", "server3=root@10.0.18.8:22",
+            "--", "-o", "BatchMode=yes",
+        ],
+        capture_output=True, text=True, env=stand_ins(tmp_path), timeout=20,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    facts = parse_answers(ran.stdout, ["server1", "server2", "server3"], want_mtu=True)
+    assert facts.addresses == {"server1": "10.0.3.128"}
+    assert facts.in_use == {"10.0.3.129"}
+    assert facts.mtus == {"server1": int(Path("/sys/class/net/lo/mtu").read_text())}, "the interface holding its address"
+    assert facts.problems == {
+        "server2": "ssh: connect to host 10.0.18.9 port 22: Connection refused",
+        "server3": "no answer over ssh in 2 s",
+    }
