@@ -13,12 +13,13 @@ and reads only.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
 import pulumi_command as command
 
-from components.config import LabConfig
+from components.config import Host, LabConfig
 from components.host_engine import docker_ssh_opts, private_key_file
 from components.paths import ASSETS_DIR
 
@@ -43,9 +44,10 @@ class HostFacts:
     """Host name -> why it could not be asked, or what it could not tell."""
 
 
-def parse_answers(output: str, hosts: list[str], want_mtu: bool) -> HostFacts:
+def parse_answers(output: str, hosts: Sequence[Host], known_hosts_path: str, want_mtu: bool) -> HostFacts:
     """ask-hosts.sh's lines (`HOST held LABEL ADDRESS`, `HOST in-use ADDRESS`, `HOST mtu N`,
-    `HOST mtu-unknown WHY`, `HOST failed WHY`) as HostFacts."""
+    `HOST mtu-unknown WHY`, `HOST unreachable|silent|failed ...`) as HostFacts."""
+    destination = {host.name: f"{host.name} ({host.address}:{host.ssh_port})" for host in hosts}
     addresses: dict[str, str] = {}
     in_use: set[str] = set()
     mtus: dict[str, int] = {}
@@ -62,12 +64,22 @@ def parse_answers(output: str, hosts: list[str], want_mtu: bool) -> HostFacts:
             in_use.add(rest)
         elif kind == "mtu" and rest.isdigit():
             mtus[host] = int(rest)
-        elif kind in ("mtu-unknown", "failed"):
-            problems[host] = rest or "no answer"
+        elif kind == "mtu-unknown":
+            problems[host] = rest
+        elif kind == "unreachable":
+            # As every other step words it (components.remote_script).
+            problems[host] = (
+                f"cannot reach {destination.get(host, host)} over SSH (is the host up and its key in "
+                f"{known_hosts_path}?): {rest}"
+            )
+        elif kind == "silent":
+            problems[host] = f"{destination.get(host, host)} does not answer over SSH (no reply in {rest} s)"
+        elif kind == "failed":
+            problems[host] = f"reading {destination.get(host, host)} failed: {rest}"
     if want_mtu:
-        for host in hosts:
-            if host not in mtus and host not in problems:
-                problems[host] = "did not tell its interface MTU"
+        for silent in (host.name for host in hosts):
+            if silent not in mtus and silent not in problems:
+                problems[silent] = "did not tell its interface MTU"
     return HostFacts(
         addresses=addresses, in_use=frozenset(in_use - set(addresses.values())), mtus=mtus, problems=problems
     )
@@ -94,13 +106,13 @@ def read_host_facts(config: LabConfig, owner: str, project_dir: str) -> HostFact
         return HostFacts(addresses={}, in_use=frozenset(), mtus={}, problems={})
     want_mtu = config.network.mtu is None
     result = command.local.run(command=ask_command(config, owner, want_mtu), dir=project_dir)
-    facts = parse_answers(result.stdout, [host.name for host in config.hosts], want_mtu)
+    facts = parse_answers(result.stdout, config.hosts, config.operator.known_hosts_path, want_mtu)
     if facts.problems:
-        report = "; ".join(f"{host}: {why}" for host, why in sorted(facts.problems.items()))
+        report = "\n".join(f"{host}: {why}" for host, why in sorted(facts.problems.items()))
         if not pulumi.runtime.is_dry_run():
-            raise pulumi.RunError(f"could not read what the program needs from the hosts: {report}")
+            raise pulumi.RunError(f"{report}\n(asking every host before planning; nothing was changed)")
         pulumi.warn(
-            f"could not read what the program needs from the hosts ({report}); this preview plans "
-            f"{', '.join(sorted(facts.problems))} as if no container were there yet"
+            f"{report}\n(this preview plans {', '.join(sorted(facts.problems))} as if no container were "
+            "there and with the other hosts' MTU)"
         )
     return facts

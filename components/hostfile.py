@@ -2,8 +2,9 @@
 
 DeepSpeed numbers ranks in hostfile order, so the manager (whose container address is
 passed as ``--master_addr``) comes first and holds rank 0. Names are the containers'
-hostnames, which every container resolves through ``/etc/hosts`` on the overlay; on the
-hosts' network (``network.mode: host``) they are the hosts' addresses.
+hostnames: ssh (pdsh's) finds each through root's ssh config, which the SSH mesh writes, and
+Docker's DNS on the overlay resolves them; on the hosts' network (``network.mode: host``)
+they are the hosts' addresses.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Measure the cluster before training, from the manager container: every node answers ssh,
-# every node sees the same hostfile and reaches its names at the same addresses, then a
+# every node sees the same hostfile and resolves its names to the same addresses, then a
 # short all-reduce across all nodes (ARGV: a deepspeed command running allreduce_bench.py).
 #
 # usage: preflight.sh --workdir DIR --hostfile FILE --log FILE [--reach-timeout S]
@@ -61,18 +61,17 @@ if ! down=$(wait_for_nodes "$reach_timeout"); then
 fi
 say "every node answers ssh"
 
-# 2. Every node's view: the same hostfile, the same address for every name, as its ssh
-#    (pdsh's) reaches it: root's ssh config, which the program writes, names each node's.
+# 2. Every node's view: the same hostfile, the same address for every name.
 view() {
   sha256sum <"$HOSTFILE" | cut -d' ' -f1
   local name
-  for name in $node_list; do echo "$name $(ssh -G "$name" 2>/dev/null | awk '$1 == "hostname" {print $2}')"; done
+  for name in $node_list; do echo "$name $(getent ahostsv4 "$name" | awk 'NR == 1 {print $1}')"; done
 }
 own_view=$(view)
 views=$(mktemp -d)
 for node in $node_list; do
   # shellcheck disable=SC2029  # the names and the path are meant to expand here
-  ssh "$node" "sha256sum < '$HOSTFILE' | cut -d' ' -f1; for name in $node_list; do echo \"\$name \$(ssh -G \$name 2>/dev/null | awk '\$1 == \"hostname\" {print \$2}')\"; done" \
+  ssh "$node" "sha256sum < '$HOSTFILE' | cut -d' ' -f1; for name in $node_list; do echo \"\$name \$(getent ahostsv4 \$name | awk 'NR == 1 {print \$1}')\"; done" \
     </dev/null >"$views/$node" 2>&1 &
 done
 wait

@@ -3,7 +3,9 @@
 # over ssh): its interface MTU, the overlay address its container of the stack holds, the
 # addresses in use on the overlay. Always exits 0; prints each host's lines prefixed with its
 # name, or one line for a host that could not be asked:
-#   HOST failed MESSAGE      (ssh refused, no answer in time, ...)
+#   HOST unreachable MESSAGE  ssh could not log in (the host down, its key unknown, ...)
+#   HOST silent SECONDS       no answer within TIMEOUT_S (a hung sshd or engine)
+#   HOST failed MESSAGE       the host script failed
 # Usage: ask-hosts.sh HOST_SCRIPT OWNER NETWORK MTU TIMEOUT_S NAME=USER@ADDRESS:PORT... -- SSH_OPTION...
 set -uo pipefail
 host_script=$1 owner=$2 network=$3 want_mtu=$4 timeout_s=$5
@@ -32,11 +34,11 @@ wait
 for spec in "${hosts[@]}"; do
   name=${spec%%=*}
   rc=$(cat "$answers/$name.rc")
-  if [[ $rc == 0 ]]; then
-    sed "s/^/$name /" "$answers/$name.out"
-  elif [[ $rc == 124 ]]; then
-    echo "$name failed no answer over ssh in ${timeout_s} s"
-  else
-    echo "$name failed $(tail -n 1 "$answers/$name.err" | tr -d '\r')"
-  fi
+  last_error=$(tail -n 1 "$answers/$name.err" | tr -d '\r')
+  case $rc in
+    0) sed "s/^/$name /" "$answers/$name.out" ;;
+    124) echo "$name silent $timeout_s" ;;
+    255) echo "$name unreachable $last_error" ;;
+    *) echo "$name failed $last_error" ;;
+  esac
 done

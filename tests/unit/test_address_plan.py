@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from components.address_plan import AddressPlan, AddressPlanError, plan_addresses
+from components.config import Host
 from components.host_facts import ASK_SCRIPT, HOST_SCRIPT, parse_answers
 
 SUBNET = "10.0.3.0/24"
@@ -87,6 +88,10 @@ def test_a_slash_28_that_fills_up_names_the_subnet_and_the_host_left_without() -
 # --- what the hosts answer (components.host_facts) -----------------------------------------
 
 
+def hosts(*names: str) -> list[Host]:
+    return [Host(name=name, address=f"10.0.18.{name[-1]}") for name in names]
+
+
 def test_the_answers_become_held_addresses_addresses_in_use_mtus_and_problems() -> None:
     facts = parse_answers(
         "server1 mtu 1500\n"
@@ -96,18 +101,24 @@ def test_the_answers_become_held_addresses_addresses_in_use_mtus_and_problems() 
         "server1 in-use 10.0.3.3\n"
         "server3 mtu-unknown no interface holds 10.0.18.3 on this host (hosts[].address); its MTU is unknown: set network.mtu\n"
         "server3 held old-name 10.0.3.131\n"
-        "server2 failed ssh: connect to host 10.0.18.2 port 22: Connection refused\n"
-        "server4 held server4 10.0.3.130\n",
-        ["server1", "server2", "server3", "server4"],
+        "server2 unreachable ssh: connect to host 10.0.18.2 port 22: Connection refused\n"
+        "server4 held server4 10.0.3.130\n"
+        "server5 silent 30\n"
+        "server6 failed docker: command not found\n",
+        hosts("server1", "server2", "server3", "server4", "server5", "server6"),
+        "known_hosts",
         want_mtu=True,
     )
     assert facts.addresses == {"server1": "10.0.3.128", "server4": "10.0.3.130"}
     assert facts.in_use == {"10.0.3.129", "10.0.3.3", "10.0.3.131"}, "anything else on the overlay is not free"
     assert facts.mtus == {"server1": 1500}
     assert facts.problems == {
-        "server2": "ssh: connect to host 10.0.18.2 port 22: Connection refused",
+        "server2": "cannot reach server2 (10.0.18.2:22) over SSH (is the host up and its key in known_hosts?): "
+        "ssh: connect to host 10.0.18.2 port 22: Connection refused",
         "server3": "no interface holds 10.0.18.3 on this host (hosts[].address); its MTU is unknown: set network.mtu",
         "server4": "did not tell its interface MTU",
+        "server5": "server5 (10.0.18.5:22) does not answer over SSH (no reply in 30 s)",
+        "server6": "reading server6 (10.0.18.6:22) failed: docker: command not found",
     }
 
 
@@ -147,11 +158,14 @@ def test_every_host_is_asked_at_once_and_those_that_do_not_answer_are_named(tmp_
         capture_output=True, text=True, env=stand_ins(tmp_path), timeout=20,
     )  # fmt: skip
     assert ran.returncode == 0, ran.stderr
-    facts = parse_answers(ran.stdout, ["server1", "server2", "server3"], want_mtu=True)
+    asked = [Host(name="server1", address="10.0.18.1"), Host(name="server2", address="10.0.18.9"),
+             Host(name="server3", address="10.0.18.8")]  # fmt: skip
+    facts = parse_answers(ran.stdout, asked, "known_hosts", want_mtu=True)
     assert facts.addresses == {"server1": "10.0.3.128"}
     assert facts.in_use == {"10.0.3.129"}
     assert facts.mtus == {"server1": int(Path("/sys/class/net/lo/mtu").read_text())}, "the interface holding its address"
     assert facts.problems == {
-        "server2": "ssh: connect to host 10.0.18.9 port 22: Connection refused",
-        "server3": "no answer over ssh in 2 s",
+        "server2": "cannot reach server2 (10.0.18.9:22) over SSH (is the host up and its key in known_hosts?): "
+        "ssh: connect to host 10.0.18.9 port 22: Connection refused",
+        "server3": "server3 (10.0.18.8:22) does not answer over SSH (no reply in 2 s)",
     }
