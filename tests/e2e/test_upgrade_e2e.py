@@ -31,7 +31,9 @@ STACK = "dev"
 
 
 def use_code(project: Path, commit: str | None) -> None:
-    """The project's program: the release's (`commit`), or this checkout's (None, linked)."""
+    """The project's program: the release's (`commit`), or this checkout's (None), copied into
+    the project as a user's checkout would change in place (the program's own paths, which
+    the image's build context names, stay the same)."""
     for name in CODE:
         path = project / name
         if path.is_symlink() or path.is_file():
@@ -40,10 +42,10 @@ def use_code(project: Path, commit: str | None) -> None:
             shutil.rmtree(path)
     if commit is None:
         for name in CODE:
-            if name in ("Pulumi.yaml", "__main__.py"):
-                shutil.copy(REPO / name, project / name)
+            if (REPO / name).is_dir():
+                shutil.copytree(REPO / name, project / name, ignore=shutil.ignore_patterns("__pycache__"))
             else:
-                (project / name).symlink_to(REPO / name)
+                shutil.copy(REPO / name, project / name)
         return
     archive = subprocess.run(["git", "-C", str(REPO), "archive", commit, *CODE], capture_output=True, check=True)
     with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
