@@ -105,7 +105,10 @@ def read_host_facts(config: LabConfig, owner: str, project_dir: str) -> HostFact
     if config.network.mode == "host":
         return HostFacts(addresses={}, in_use=frozenset(), mtus={}, problems={})
     want_mtu = config.network.mtu is None
-    result = command.local.run(command=ask_command(config, owner, want_mtu), dir=project_dir)
+    # Its lines are read here, not shown: a problem is reported once, by name, below.
+    result = command.local.run(
+        command=ask_command(config, owner, want_mtu), dir=project_dir, logging=command.local.Logging.NONE
+    )
     facts = parse_answers(result.stdout, config.hosts, config.operator.known_hosts_path, want_mtu)
     if facts.problems:
         report = "\n".join(f"{host}: {why}" for host, why in sorted(facts.problems.items()))

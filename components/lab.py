@@ -70,6 +70,8 @@ class Lab(pulumi.ComponentResource):
         credentials: OperatorCredentials,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
+        # Before anything is registered: a host that cannot be asked stops `up` with nothing made.
+        self.facts = read_host_facts(config, owner, str(project_dir))
         super().__init__(component_type("Lab"), name, None, opts)
         self.config = config
         self.hosts: dict[str, RemoteHost] = {
@@ -78,7 +80,6 @@ class Lab(pulumi.ComponentResource):
         self.nodes = tuple(self.hosts[host.name] for host in config.hosts_manager_first)
         """Every host, the manager first: the order steps on every host run in."""
         self.engines = {host.name: host_engine(host, config.operator, parent=self) for host in config.hosts}
-        self.facts = read_host_facts(config, owner, str(project_dir))
         # Each host keeps the address its container holds: the list's order is not identity.
         self.plan = config.address_plan(self.facts.addresses, self.facts.in_use)
         self.claims = HostClaims(

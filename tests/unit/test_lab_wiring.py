@@ -454,3 +454,4 @@ def test_a_host_that_cannot_be_asked_for_its_address_fails_up_naming_it(mocks: R
     mocks.answers = "server1 mtu 1500\nserver1 held server1 10.0.3.128\nserver2 silent 30\n"
     with pytest.raises(pulumi.RunError, match=r"^server2: server2 \(10.0.18.2:22\) does not answer over SSH \(no reply in 30 s\)\n"):
         build_dev_lab()
+    assert not mocks.resources, "before anything is registered"
