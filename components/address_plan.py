@@ -93,8 +93,8 @@ def plan_addresses(
     are kept as given (the configuration validator has already checked them). ``held`` maps a
     host name to the address its container has now: a host keeps it while it is a static
     candidate of this plan and no pinned address or other host claims it first. ``in_use`` are
-    addresses other containers of the stack still hold (hosts leaving the list): nobody new
-    gets them in this run. The others take the lowest free candidates, in host order. Raises
+    addresses other containers on the overlay hold (those of hosts leaving the list, until
+    they are removed): nobody gets them in this run. The others take the lowest free candidates, in host order. Raises
     :class:`AddressPlanError` when the subnet runs out of candidates.
     """
     ip_range = ip_range or default_ip_range(subnet)

@@ -77,9 +77,9 @@ def parse_answers(output: str, hosts: Sequence[Host], known_hosts_path: str, wan
         elif kind == "failed":
             problems[host] = f"reading {destination.get(host, host)} failed: {rest}"
     if want_mtu:
-        for silent in (host.name for host in hosts):
-            if silent not in mtus and silent not in problems:
-                problems[silent] = "did not tell its interface MTU"
+        for name in (host.name for host in hosts):
+            if name not in mtus and name not in problems:
+                problems[name] = "did not tell its interface MTU"
     return HostFacts(
         addresses=addresses, in_use=frozenset(in_use - set(addresses.values())), mtus=mtus, problems=problems
     )
@@ -115,7 +115,7 @@ def read_host_facts(config: LabConfig, owner: str, project_dir: str) -> HostFact
         if not pulumi.runtime.is_dry_run():
             raise pulumi.RunError(f"{report}\n(asking every host before planning; nothing was changed)")
         pulumi.warn(
-            f"{report}\n(this preview plans {', '.join(sorted(facts.problems))} as if no container were "
-            "there and with the other hosts' MTU)"
+            f"{report}\n(this preview plans {', '.join(sorted(facts.problems))} without what could not be "
+            "read: as if no container were there, with the other hosts' MTU)"
         )
     return facts

@@ -48,9 +48,9 @@ def healthcheck() -> docker.ContainerHealthcheckArgs:
 
 class NodeContainer(pulumi.ComponentResource):
     """Creates the `<host>-<name>` container with its static overlay address (or on the host's
-    network), hostname, shm, ulimits, GPUs, restart policy, mounts and
-    environment, and waits until it is healthy. A container deleted or stopped behind our back
-    is dropped by `pulumi refresh` and made again by the next `up`.
+    network), hostname, shm, ulimits, GPUs, restart policy, mounts and environment, and waits
+    until it is healthy. A container deleted or stopped behind our back is dropped by
+    `pulumi refresh` and made again by the next `up`.
 
     The component's `providers` option names the host's engine.
 

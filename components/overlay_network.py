@@ -38,6 +38,7 @@ MTU_OPTION = "com.docker.network.driver.mtu"
 ENCRYPTED_OPTION = "encrypted"
 
 ETHERNET_MTU = 1500
+"""The usual interface MTU, assumed only where no host could tell its own."""
 
 VXLAN_OVERHEAD = 50
 """Bytes VXLAN adds to each packet (outer Ethernet 14, IPv4 20, UDP 8, VXLAN 8)."""

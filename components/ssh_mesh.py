@@ -49,9 +49,10 @@ class SshMesh(pulumi.ComponentResource):
     """Creates, per container, a RemoteScript that collects its public user and host keys
     (making those removed inside it), and the ContainerFiles that install everybody's keys as
     authorized_keys and known_hosts, and every node's address by name in root's ssh config;
-    then, from the manager's container, checks that every other node answers ssh. Private keys never leave their container; strict host key checking
-    stays on. Every refresh reads all three again: a key, a file or a node's answer lost
-    inside a container is put right by the next `up`.
+    then, from the manager's container, checks that every other node answers ssh. Private keys
+    never leave their container; strict host key checking stays on. Every refresh reads all
+    three again: a key, a file or a node's answer lost inside a container is put right by the
+    next `up`.
 
     Outputs:
         known_hosts: the known_hosts every container got.

@@ -245,7 +245,7 @@ class LabConfig(FrozenModel):
     def address_plan(self, held: Mapping[str, str] | None = None, in_use: Collection[str] = ()) -> AddressPlan:
         """Gateway, dynamic range and each host's static container address. ``held``: the
         addresses the stack's containers have now (a host keeps its own; none for a new
-        stack); ``in_use``: those of containers on hosts that left the list."""
+        stack); ``in_use``: those other containers on the overlay hold."""
         return plan_addresses(
             self.network.subnet,
             [(host.name, host.container_address) for host in self.hosts],
