@@ -22,6 +22,7 @@ import pulumi_command as command
 from components.config import Host, LabConfig
 from components.host_engine import docker_ssh_opts, private_key_file
 from components.paths import ASSETS_DIR
+from components.unreachable import cannot_reach
 
 ASK_SCRIPT = ASSETS_DIR / "operator" / "ask-hosts.sh"
 HOST_SCRIPT = ASSETS_DIR / "host" / "host-facts.sh"
@@ -54,6 +55,7 @@ def parse_answers(output: str, hosts: Sequence[Host], known_hosts_path: str, wan
     problems: dict[str, str] = {}
     for line in output.splitlines():
         host, kind, rest = (line.split(" ", 2) + ["", ""])[:3]
+        where = destination.get(host, host)
         if kind == "held":
             label, _, address = rest.partition(" ")
             if label == host:
@@ -67,15 +69,11 @@ def parse_answers(output: str, hosts: Sequence[Host], known_hosts_path: str, wan
         elif kind == "mtu-unknown":
             problems[host] = rest
         elif kind == "unreachable":
-            # As every other step words it (components.remote_script).
-            problems[host] = (
-                f"cannot reach {destination.get(host, host)} over SSH (is the host up and its key in "
-                f"{known_hosts_path}?): {rest}"
-            )
+            problems[host] = f"{cannot_reach(where, known_hosts_path)}: {rest}"
         elif kind == "silent":
-            problems[host] = f"{destination.get(host, host)} does not answer over SSH (no reply in {rest} s)"
+            problems[host] = f"{where} does not answer over SSH (no reply in {rest} s)"
         elif kind == "failed":
-            problems[host] = f"reading {destination.get(host, host)} failed: {rest}"
+            problems[host] = f"reading {where} failed: {rest}"
     if want_mtu:
         for name in (host.name for host in hosts):
             if name not in mtus and name not in problems:

@@ -42,6 +42,7 @@ from typing import Any, ParamSpec, TypeVar
 import pulumi
 from components.paths import ASSETS_DIR
 from components.provider_exit import exit_without_teardown
+from components.unreachable import cannot_reach
 from components.provider_pool import in_dynamic_provider, widen_provider_pool
 from components.shared_source import CHUNK, Producer, Sink, shared_run
 from pulumi.dynamic import (
@@ -381,10 +382,7 @@ def script_result(label: str, connection: dict[str, Any] | None, call: dict[str,
 def failure(label: str, connection: dict[str, Any] | None, call: dict[str, Any], code: int, stderr: str) -> RemoteScriptError:
     tail = "\n".join(stderr.strip().splitlines()[-15:])
     if connection is not None and code == SSH_FAILURE_EXIT:
-        return RemoteScriptError(
-            f"{label}: cannot reach {describe(connection)} over SSH (is the host up and its "
-            f"key in {connection['known_hosts_path']}?):\n{tail}"
-        )
+        return RemoteScriptError(f"{label}: {cannot_reach(describe(connection), connection['known_hosts_path'])}:\n{tail}")
     return RemoteScriptError(f"{label}: {call['script']} failed on {describe(connection)} (exit {code}):\n{tail}")
 
 
