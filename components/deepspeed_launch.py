@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shlex
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
+import pulumi_command as command
 
 from components.config import PreflightConfig
-from components.container_files import PlacedFile, container_files
 from components.connection import RemoteHost
+from components.file_bundle import PlacedFile, bundle
+from components.host_command import bash_stdin_call, host_script, script_text
 from components.naming import component_type
 from components.preflight import Preflight, PreflightArgs
-from components.remote_script import RemoteScript, script_call
 from components.run_files import DEEPSPEED_ENV_PATH, RUN_DIR
 
+RUN_FILES_STEP = "run-files"
 
 
 @dataclass(frozen=True)
@@ -37,19 +42,31 @@ class DeepSpeedLaunchArgs:
     """Seconds of a silent log after which the run is stopped; 0 never."""
     loss_plot: str | None
     """The loss curve the run draws in the manager container (components.loss_plot), if any."""
-    mesh: list[pulumi.CustomResource]
-    """A new SSH mesh (replaced containers) runs training again."""
+    mesh: list[pulumi.Resource]
+    """The SSH mesh's steps: the run waits for them."""
+    container_ids: dict[str, pulumi.Input[str]]
+    """Host name -> its container's id: a new container runs training again."""
+    file_generations: dict[str, int]
+    """Host name -> the generation the run files' Command runs with (components.host_facts)."""
     preflight: PreflightConfig
     preflight_argv: list[str]
     """The deepspeed command of the preflight's all-reduce (components.launch_argv)."""
 
 
+def launch_result(stdout: str) -> dict[str, Any]:
+    """deepspeed-launch.sh's result: one JSON object on the last line of its stdout."""
+    lines = stdout.strip().splitlines()
+    return dict(json.loads(lines[-1])) if lines else {}
+
+
 class DeepSpeedLaunch(pulumi.ComponentResource):
-    """Creates, per node, the ContainerFiles of the run (hostfile, ds_config.json, and in the
-    manager's container .deepspeed_env), then the Preflight and a RemoteScript on the manager
-    that runs deepspeed: it re-runs when the training inputs or the containers change, and
-    only then (files put back after a change inside a container do not re-run it). In wait
-    mode `pulumi up` streams the log and fails when training fails.
+    """Creates, per node, a Command that places the run's files in its container (hostfile,
+    ds_config.json, and in the manager's container .deepspeed_env; the hosts' probe checks them
+    on every preview and up, and a file changed inside a container is placed again, in place),
+    then the Preflight and a Command on the manager that runs deepspeed: it re-runs when the
+    training inputs or the containers change, and only then (files put back after a change
+    inside a container do not re-run it). In wait mode `pulumi up` shows the log's progress
+    and fails, with the log's last lines, when training fails.
 
     Outputs:
         status: `succeeded`, or `running` in background mode.
@@ -68,30 +85,41 @@ class DeepSpeedLaunch(pulumi.ComponentResource):
     def __init__(self, name: str, args: DeepSpeedLaunchArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(component_type("DeepSpeedLaunch"), name, None, opts)
         mode = "wait" if args.wait else "background"
-        in_run_dir = RUN_DIR.lstrip("/")
         common = {
-            f"{in_run_dir}/hostfile": PlacedFile(args.hostfile),
-            f"{in_run_dir}/ds_config.json": PlacedFile(args.ds_config),
+            f"{RUN_DIR}/hostfile": PlacedFile(args.hostfile),
+            f"{RUN_DIR}/ds_config.json": PlacedFile(args.ds_config),
         }
         if args.dataset_info is not None:
-            common[f"{in_run_dir}/dataset_info.json"] = PlacedFile(args.dataset_info)
+            common[f"{RUN_DIR}/dataset_info.json"] = PlacedFile(args.dataset_info)
         # Only the manager's launcher reads .deepspeed_env; it hands it on to the ranks.
-        on_manager = {DEEPSPEED_ENV_PATH.lstrip("/"): PlacedFile(args.deepspeed_env)}
+        on_manager = {DEEPSPEED_ENV_PATH: PlacedFile(args.deepspeed_env)}
+        # A new container in the lab (one made again, or a host added) starts the run anew.
+        containers = [args.container_ids[host] for host in sorted(args.container_ids)]
+        bundles = {
+            node.name: bundle(common | (on_manager if node.name == args.manager.name else {})) for node in args.nodes
+        }
         placed = [
-            container_files(
+            host_script(
                 f"{name}-{node.name}-files",
-                label=f"{node.name}: run files",
-                connection=node.connection,
-                container_name=args.container_name,
-                dest="/",
-                files=common | (on_manager if node.name == args.manager.name else {}),
-                triggers=[trust.id for trust in args.mesh],
+                node.command,
+                "host/container-place-files.sh",
+                [args.container_name, RUN_FILES_STEP],
+                data=bundles[node.name],
+                generation=args.file_generations.get(node.name, 0),
+                triggers=containers,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=args.mesh),
             )
             for node in args.nodes
         ]
+        # What the run is: new files, a new command line or a new container runs it again (files
+        # put back after a change inside a container are the same files: no new run).
+        run_inputs: list[pulumi.Input[str]] = [
+            *containers,
+            *(bundles[host].apply(lambda text: hashlib.sha256(text.encode()).hexdigest()) for host in sorted(bundles)),
+            shlex.join(args.argv),
+        ]
         # The preflight re-runs with training: the same files, the same argv.
-        before_run: list[pulumi.CustomResource] = list(placed)
+        before_run: list[pulumi.Resource] = list(placed)
         self.preflight = None
         if args.preflight.enabled:
             self.preflight = Preflight(
@@ -103,39 +131,47 @@ class DeepSpeedLaunch(pulumi.ComponentResource):
                     run_dir=RUN_DIR,
                     argv=args.preflight_argv,
                     settings=args.preflight,
-                    triggers=[*(file.id for file in placed), shlex.join(args.argv)],
+                    triggers=run_inputs,
                     after=list(placed),
                 ),
                 pulumi.ResourceOptions(parent=self),
             )
             before_run.append(self.preflight.resource)
-        # A RemoteScript, not a Command: a Command's error repeats the run's whole log, and a
-        # new key file would make a Command train again (components.remote_script).
-        launch = RemoteScript(
+        launch_args = [
+            args.container_name, args.workdir, RUN_DIR, mode, str(args.stall_timeout), args.loss_plot or "-",
+            "--", *args.argv,
+        ]  # fmt: skip
+        run_call = bash_stdin_call("run", *launch_args)
+        triggers: list[pulumi.Input[Any]] = [*run_inputs, run_call]
+        if self.preflight is not None:
+            triggers.append(self.preflight.resource.id)
+        # Only a trigger runs training again (a new Command); any other change (a new key file
+        # in the connection, a new version of the script) runs `update`, which reports what the
+        # last run left without running anything. The log stays in the container: the step
+        # shows its progress and, when it fails, its last lines.
+        launch = command.remote.Command(
             f"{name}-run",
-            label=f"{args.manager.name}: deepspeed",
-            connection=args.manager.connection,
-            create=script_call(
-                "host/deepspeed-launch.sh",
-                args.container_name,
-                args.workdir,
-                RUN_DIR,
-                mode,
-                str(args.stall_timeout),
-                args.loss_plot or "-",
-                "--",
-                *args.argv,
+            connection=args.manager.command,
+            create=run_call,
+            update=bash_stdin_call("report", *launch_args),
+            delete=bash_stdin_call("stop", *launch_args),
+            stdin=script_text("host/deepspeed-launch.sh"),
+            triggers=triggers,
+            logging=command.remote.Logging.STDERR,
+            add_previous_output_in_env=False,
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=before_run,
+                # A run still going (background mode) stops before the next one starts.
+                delete_before_replace=True,
             ),
-            delete=script_call("host/deepspeed-stop.sh", args.container_name),
-            # New files or a new mesh (replaced containers) run training again.
-            triggers=[resource.id for resource in before_run],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=before_run),
         )
         self.resource = launch
-        self.status = launch.result.apply(lambda result: str(result.get("status", "")))
-        self.log_path = launch.result.apply(lambda result: str(result.get("log", "")))
-        self.summary = launch.result.apply(lambda result: str(result.get("summary", "")))
-        self.loss_plot_png = launch.result.apply(lambda result: str(result.get("loss_plot_png", "")))
+        result = launch.stdout.apply(launch_result)
+        self.status = result.apply(lambda values: str(values.get("status", "")))
+        self.log_path = result.apply(lambda values: str(values.get("log", "")))
+        self.summary = result.apply(lambda values: str(values.get("summary", "")))
+        self.loss_plot_png = result.apply(lambda values: str(values.get("loss_plot_png", "")))
         self.busbw_gbps = self.preflight.busbw_gbps if self.preflight is not None else None
         self.register_outputs(
             {

@@ -2,8 +2,10 @@
 `bash -s`, so the command line (which the provider prints in every error and the preview
 shows) stays short, and the host needs only bash.
 
-For steps with nothing to read back: a Command has no read, so `pulumi refresh` cannot
-see what it made change on the host (those steps are RemoteScripts, with a read script).
+A Command has no read: what a step keeps inside a container is checked by the hosts' probe
+instead (components.host_facts, on every preview and up), which hands the step its generation:
+the one the step left while its work is intact, the next one when not. The generation is part
+of the command line, so a changed one runs the Command again in place (an update), once.
 Scripts write progress to stderr, streamed to the Pulumi log, and a result, if any, to stdout.
 """
 
@@ -18,10 +20,23 @@ import pulumi_command as command
 
 from components.paths import ASSETS_DIR
 
+INCLUDE = "# dslab:include "
 
-def bash_stdin_call(*args: pulumi.Input[str]) -> pulumi.Output[str]:
-    """`bash -s -- ARGS...`, quoted for the host's shell."""
-    return pulumi.Output.all(*args).apply(lambda values: shlex.join(["bash", "-s", "--", *map(str, values)]))
+
+def script_text(script: str) -> str:
+    """The script with each `# dslab:include <assets path>` line replaced by that file: the
+    host receives one text, so shell shared by several host scripts travels inside each."""
+    lines = (ASSETS_DIR / script).read_text(encoding="utf-8").splitlines(keepends=True)
+    return "".join(
+        (ASSETS_DIR / line[len(INCLUDE) :].strip()).read_text(encoding="utf-8") if line.startswith(INCLUDE) else line
+        for line in lines
+    )
+
+
+def bash_stdin_call(*args: pulumi.Input[str], generation: int | None = None) -> pulumi.Output[str]:
+    """`bash -s -- ARGS...` (after `env DSLAB_GEN=N` for a kept step), quoted for the host's shell."""
+    prefix = ["env", f"DSLAB_GEN={generation}"] if generation is not None else []
+    return pulumi.Output.all(*args).apply(lambda values: shlex.join([*prefix, "bash", "-s", "--", *map(str, values)]))
 
 
 def host_script(
@@ -32,17 +47,24 @@ def host_script(
     *,
     delete_args: Sequence[pulumi.Input[str]] | None = None,
     triggers: Sequence[pulumi.Input[Any]] | None = None,
+    generation: int | None = None,
+    data: pulumi.Input[str] | None = None,
     opts: pulumi.ResourceOptions | None = None,
 ) -> command.remote.Command:
-    """Runs `assets/<script> ARGS` on the host when created (again when an argument, the
-    script or a trigger changes), and `<script> DELETE_ARGS` when deleted if given: the
-    provider feeds the same stdin to both."""
+    """Runs `assets/<script> ARGS` on the host when created (again when an argument, the data,
+    the script or the generation changes; made anew when a trigger does), and
+    `<script> DELETE_ARGS` when deleted if given: the provider feeds the same stdin to both.
+
+    DATA follows the script on stdin, for the script to read (it ends in `exit`, so bash never
+    takes the data for commands). GENERATION is the kept step's (components.host_facts)."""
+    text = script_text(script)
+    stdin: pulumi.Input[str] = text if data is None else pulumi.Output.from_input(data).apply(lambda body: text + body)
     return command.remote.Command(
         name,
         connection=connection,
-        create=bash_stdin_call(*args),
+        create=bash_stdin_call(*args, generation=generation),
         delete=bash_stdin_call(*delete_args) if delete_args is not None else None,
-        stdin=(ASSETS_DIR / script).read_text(encoding="utf-8"),
+        stdin=stdin,
         triggers=list(triggers) if triggers is not None else None,
         logging=command.remote.Logging.STDERR,
         # Else the last run's stdout and stderr go to the host as environment variables.

@@ -1,7 +1,10 @@
 """What the program reads from the hosts before it plans, on every preview and up: each
 host's interface MTU (the overlay's MTU follows the smallest), the overlay address its
 container holds (the address plan keeps it: a host's place in the list is not its identity,
-components.address_plan), and the addresses in use on the overlay.
+components.address_plan), the addresses in use on the overlay, and whether what the steps
+keep inside the containers (keys, trusted keys, run files, the reach check) is still as they
+left it (assets/host/lib/step-mark.sh): a step found changed gets its next generation, which
+runs its Command again in place.
 
 A probe, not a resource: `command.local.run` is an invoke, run by every `pulumi preview` and
 `pulumi up` before anything is planned, so what it reads is known to the preview (a host
@@ -14,7 +17,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_command as command
@@ -31,6 +34,17 @@ ASK_TIMEOUT_S = 30
 
 
 @dataclass(frozen=True)
+class StepMark:
+    """A kept step as the probe found it inside a container."""
+
+    generation: int
+    """The generation the step's Command is to run with: the one it left while its work is
+    intact, the next one when not."""
+    differs: str = ""
+    """What is no longer as the step left it ("" when intact)."""
+
+
+@dataclass(frozen=True)
 class HostFacts:
     """What the hosts said."""
 
@@ -43,16 +57,25 @@ class HostFacts:
     """Host name -> the MTU of the interface that holds its address (when asked for)."""
     problems: dict[str, str]
     """Host name -> why it could not be asked, or what it could not tell."""
+    steps: dict[tuple[str, str], StepMark] = field(default_factory=dict)
+    """(host name, step) -> its mark; a step not found (not made yet) has generation 0."""
+
+    def generation(self, host: str, step: str) -> int:
+        """The generation the step's Command on `host` runs with (components.host_command)."""
+        mark = self.steps.get((host, step))
+        return mark.generation if mark is not None else 0
 
 
 def parse_answers(output: str, hosts: Sequence[Host], known_hosts_path: str, want_mtu: bool) -> HostFacts:
     """ask-hosts.sh's lines (`HOST held LABEL ADDRESS`, `HOST in-use ADDRESS`, `HOST mtu N`,
-    `HOST mtu-unknown WHY`, `HOST unreachable|silent|failed ...`) as HostFacts."""
+    `HOST mtu-unknown WHY`, `HOST step STEP N [WHAT]`, `HOST unreachable|silent|failed ...`) as
+    HostFacts."""
     destination = {host.name: f"{host.name} ({host.address}:{host.ssh_port})" for host in hosts}
     addresses: dict[str, str] = {}
     in_use: set[str] = set()
     mtus: dict[str, int] = {}
     problems: dict[str, str] = {}
+    steps: dict[tuple[str, str], StepMark] = {}
     for line in output.splitlines():
         host, kind, rest = (line.split(" ", 2) + ["", ""])[:3]
         where = destination.get(host, host)
@@ -66,6 +89,10 @@ def parse_answers(output: str, hosts: Sequence[Host], known_hosts_path: str, wan
             in_use.add(rest)
         elif kind == "mtu" and rest.isdigit():
             mtus[host] = int(rest)
+        elif kind == "step":
+            step, generation, differs = (rest.split(" ", 2) + ["", ""])[:3]
+            if generation.isdigit():
+                steps[(host, step)] = StepMark(int(generation), differs.strip())
         elif kind == "mtu-unknown":
             problems[host] = rest
         elif kind == "unreachable":
@@ -79,7 +106,11 @@ def parse_answers(output: str, hosts: Sequence[Host], known_hosts_path: str, wan
             if name not in mtus and name not in problems:
                 problems[name] = "did not tell its interface MTU"
     return HostFacts(
-        addresses=addresses, in_use=frozenset(in_use - set(addresses.values())), mtus=mtus, problems=problems
+        addresses=addresses,
+        in_use=frozenset(in_use - set(addresses.values())),
+        mtus=mtus,
+        problems=problems,
+        steps=steps,
     )
 
 
@@ -97,17 +128,19 @@ def ask_command(config: LabConfig, owner: str, want_mtu: bool) -> str:
 
 
 def read_host_facts(config: LabConfig, owner: str, project_dir: str) -> HostFacts:
-    """Asks every host (nothing to ask on the hosts' own network, where there is no overlay).
-    A host that cannot be asked, or cannot tell its MTU, fails `pulumi up` naming it before
-    anything changes; a preview warns and plans without what that host would have said."""
-    if config.network.mode == "host":
-        return HostFacts(addresses={}, in_use=frozenset(), mtus={}, problems={})
-    want_mtu = config.network.mtu is None
+    """Asks every host. A host that cannot be asked, or cannot tell its MTU, fails `pulumi up`
+    naming it before anything changes; a preview warns and plans without what that host would
+    have said. What differs inside a container is said, with what `up` does about it."""
+    # On the hosts' own network there is no overlay: no MTU to follow.
+    want_mtu = config.network.mode == "overlay" and config.network.mtu is None
     # Its lines are read here, not shown: a problem is reported once, by name, below.
     result = command.local.run(
         command=ask_command(config, owner, want_mtu), dir=project_dir, logging=command.local.Logging.NONE
     )
     facts = parse_answers(result.stdout, config.hosts, config.operator.known_hosts_path, want_mtu)
+    for (host, step), mark in sorted(facts.steps.items()):
+        if mark.differs:
+            pulumi.log.info(f"{host}: {step} is not as up left it ({mark.differs}); up makes it again in place")
     if facts.problems:
         report = "\n".join(f"{host}: {why}" for host, why in sorted(facts.problems.items()))
         if not pulumi.runtime.is_dry_run():

@@ -18,12 +18,12 @@ from components.connection import RemoteHost, remote_host
 from components.container_spec import container_spec
 from components.host_facts import read_host_facts
 from components.host_engine import host_engine
-from components.deepspeed_launch import DeepSpeedLaunch, DeepSpeedLaunchArgs
+from components.deepspeed_launch import RUN_FILES_STEP, DeepSpeedLaunch, DeepSpeedLaunchArgs
 from components.host_claim import HostClaims, HostClaimsArgs
 from components.host_ipsec import HostIpsec, HostIpsecArgs
 from components.image import TrainingImage, TrainingImageArgs
 from components.input_check import InputCheck, InputCheckArgs
-from components.local_file import LocalFile
+from components.local_copy import LocalCopy, LocalCopyArgs
 from components.loss_plot import loss_plot_copy, loss_plot_in_container
 from components.naming import component_type
 from components.node_container import NodeContainer, NodeContainerArgs
@@ -35,7 +35,7 @@ from components.overlay_network import (
     OverlayNetworkArgs,
 )
 from components.run_files import run_deepspeed_env, run_files
-from components.ssh_mesh import MeshMember, SshMesh, SshMeshArgs
+from components.ssh_mesh import KEYS_STEP, REACH_STEP, TRUST_STEP, MeshMember, SshMesh, SshMeshArgs
 from components.swarm import Swarm, SwarmArgs
 from components.workload_inputs import required_paths
 
@@ -43,7 +43,7 @@ from components.workload_inputs import required_paths
 class Lab(pulumi.ComponentResource):
     """Creates the HostClaims, Swarm and OverlayNetwork (overlay mode), TrainingImage, InputCheck
     (LLaMA-Factory inputs), one NodeContainer per host, the SshMesh, and (when `training.launch`)
-    the DeepSpeedLaunch with its Preflight and the LocalFile copy of the loss curve.
+    the DeepSpeedLaunch with its Preflight and the LocalCopy of the loss curve.
 
     Outputs:
         container_ips: host name -> the container's overlay address (the host's in host mode).
@@ -229,11 +229,14 @@ class Lab(pulumi.ComponentResource):
                 members=tuple(
                     MeshMember(
                         host_name=host.name,
-                        connection=self.hosts[host.name].connection,
+                        command=self.hosts[host.name].command,
                         container_name=self.config.container.name,
                         container_id=self.containers[host.name].container_id,
                         address=self.config.node_address(host.name, self.plan),
                         ssh_port=self.config.container_ssh_port,
+                        generations={
+                            step: self.facts.generation(host.name, step) for step in (KEYS_STEP, TRUST_STEP, REACH_STEP)
+                        },
                     )
                     for host in self.config.hosts_manager_first
                 ),
@@ -267,21 +270,22 @@ class Lab(pulumi.ComponentResource):
                 wait=config.training.wait,
                 stall_timeout=config.training.stall_timeout,
                 loss_plot=self.loss_plot_path,
-                mesh=list(self.mesh.trusts),
+                mesh=[*self.mesh.trusts, self.mesh.reach],
+                container_ids={host: container.container_id for host, container in self.containers.items()},
+                file_generations={host.name: self.facts.generation(host.name, RUN_FILES_STEP) for host in config.hosts},
                 preflight=config.training.preflight,
                 preflight_argv=list(self.run.preflight_argv),
             ),
             pulumi.ResourceOptions(parent=self),
         )
 
-    def _create_loss_plot_copy(self, name: str, project_dir: Path) -> LocalFile | None:
+    def _create_loss_plot_copy(self, name: str, project_dir: Path) -> LocalCopy | None:
         if self.launch is None or self.loss_plot_path is None:
             return None
-        return LocalFile(
+        return LocalCopy(
             f"{name}-loss-plot",
-            path=str(loss_plot_copy(project_dir, pulumi.get_stack())),
-            content_base64=self.launch.loss_plot_png,
-            opts=pulumi.ResourceOptions(parent=self),
+            LocalCopyArgs(path=loss_plot_copy(project_dir, pulumi.get_stack()), content_base64=self.launch.loss_plot_png),
+            pulumi.ResourceOptions(parent=self),
         )
 
     def _on_manager(self, command: str, *, tty: bool = False) -> str:
@@ -326,9 +330,7 @@ class Lab(pulumi.ComponentResource):
                 "training_summary": self.launch.summary,
             }
             if self.loss_plot is not None:
-                outputs["training_loss_plot"] = pulumi.Output.all(self.loss_plot.path, self.loss_plot.sha256).apply(
-                    lambda values: values[0] if values[1] else ""
-                )
+                outputs["training_loss_plot"] = self.loss_plot.path
             if self.launch.busbw_gbps is not None:
                 outputs["preflight_busbw_gbps"] = self.launch.busbw_gbps
         self.outputs = outputs

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 import pulumi
+from components.host_command import script_text
 from components.paths import ASSETS_DIR
 from components.provider_exit import exit_without_teardown
 from components.unreachable import cannot_reach
@@ -147,14 +148,11 @@ def ssh_argv(connection: dict[str, Any]) -> list[str]:
     ]  # fmt: skip
 
 
-INCLUDE = "# dslab:include "
-
-
-def script_text(script: str) -> str:
-    """The script with each `# dslab:include <assets path>` line replaced by that file: the
-    host receives one text, so shell shared by several host scripts travels inside each."""
-    lines = (ASSETS_DIR / script).read_text().splitlines(keepends=True)
-    return "".join((ASSETS_DIR / line[len(INCLUDE) :].strip()).read_text() if line.startswith(INCLUDE) else line for line in lines)
+def retired(call: dict[str, Any] | None) -> bool:
+    """Whether this version no longer has the script: a step that became a Command. A stack made
+    before keeps its RemoteScript until this `up` deletes it; its read and delete are skipped
+    (forgotten, not run: the Command that took over keeps what it made)."""
+    return call is not None and not (ASSETS_DIR / call["script"]).exists()
 
 
 def script_argv(connection: dict[str, Any] | None, call: dict[str, Any]) -> list[str]:
@@ -440,7 +438,7 @@ class RemoteScriptProvider(ResourceProvider):
     @reported
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         call = props.get("read")
-        if not call:
+        if not call or retired(call) or retired(props.get("create")):
             return ReadResult(id_=id_, outs=props)
         stdin = stdin_bytes(props, with_archive=False)
         code, stdout, stderr = run_script(
@@ -460,7 +458,7 @@ class RemoteScriptProvider(ResourceProvider):
     @reported
     def delete(self, _id: str, props: dict[str, Any]) -> None:
         call = props.get("delete")
-        if call:
+        if call and not retired(call) and not retired(props.get("create")):
             self._run(props, call)
 
 

@@ -2,31 +2,47 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 import functools
+import hashlib
+import json
+from dataclasses import dataclass
 
 import pulumi
+import pulumi_command as command
 
-from components.container_files import PlacedFile, container_files
+from components.file_bundle import PlacedFile, bundle
+from components.host_command import host_script
 from components.mesh_files import MeshNode, render_authorized_keys, render_known_hosts, render_ssh_config
 from components.naming import component_type
-from components.remote_script import RemoteScript, script_call
+
+KEYS_STEP = "keys"
+TRUST_STEP = "trust"
+REACH_STEP = "reach"
 
 
 @dataclass(frozen=True)
 class MeshMember:
     host_name: str
-    connection: pulumi.Input[dict[str, Any]]
+    command: command.remote.ConnectionArgs
     container_name: str
     container_id: pulumi.Input[str]
     """A replaced container has new keys: the whole mesh is made again."""
     address: str
     ssh_port: int
+    generations: dict[str, int]
+    """Step -> the generation its Command runs with (components.host_facts): the keys, the
+    trust files, and on the manager the reach check."""
 
 
-def mesh_node(member: MeshMember, keys: dict[str, Any]) -> MeshNode:
+def collected_keys(stdout: str) -> dict[str, str]:
+    """mesh-keys.sh's result: one JSON object on the last line of its stdout."""
+    lines = stdout.strip().splitlines()
+    if not lines:
+        raise ValueError("mesh-keys.sh printed no keys")
+    return {key: str(value) for key, value in json.loads(lines[-1]).items()}
+
+
+def mesh_node(member: MeshMember, keys: dict[str, str]) -> MeshNode:
     """The member as the others see it, with the keys collected from its container."""
     return MeshNode(
         name=member.host_name,
@@ -46,13 +62,13 @@ class SshMeshArgs:
 
 
 class SshMesh(pulumi.ComponentResource):
-    """Creates, per container, a RemoteScript that collects its public user and host keys
-    (making those removed inside it), and the ContainerFiles that install everybody's keys as
-    authorized_keys and known_hosts, and every node's address by name in root's ssh config;
-    then, from the manager's container, checks that every other node answers ssh. Private keys
-    never leave their container; strict host key checking stays on. Every refresh reads all
-    three again: a key, a file or a node's answer lost inside a container is put right by the
-    next `up`.
+    """Creates, per container, a Command that collects its public user and host keys (making
+    those removed inside it), and a Command that installs everybody's keys as authorized_keys
+    and known_hosts, and every node's address by name in root's ssh config; then, from the
+    manager's container, a Command that checks that every other node answers ssh. Private keys
+    never leave their container; strict host key checking stays on. The hosts' probe checks all
+    three on every preview and up: a key, a file or a node's answer lost inside a container is
+    put right by the next `up`, in place.
 
     Outputs:
         known_hosts: the known_hosts every container got.
@@ -66,51 +82,56 @@ class SshMesh(pulumi.ComponentResource):
         super().__init__(component_type("SshMesh"), name, None, opts)
         collected = [self._collect(name, member) for member in args.members]
         # By name, not by the host list's order: reordering the hosts changes no file.
-        by_name = sorted(zip(args.members, collected, strict=True), key=lambda pair: pair[0].host_name)
-        nodes = pulumi.Output.all(*[keys.result.apply(functools.partial(mesh_node, member)) for member, keys in by_name])
-        self.socket_ifname = collected[0].result.apply(lambda keys: str(keys["socket_ifname"]))
+        by_name = sorted(args.members, key=lambda member: member.host_name)
+        keys = [command.stdout.apply(collected_keys) for command in collected]
+        nodes = pulumi.Output.all(
+            *[found.apply(functools.partial(mesh_node, member)) for member, found in zip(args.members, keys, strict=True)]
+        ).apply(lambda found: sorted(found, key=lambda node: node.name))
+        self.socket_ifname = keys[0].apply(lambda found: found["socket_ifname"])
         authorized_keys = nodes.apply(render_authorized_keys)
         self.known_hosts = nodes.apply(render_known_hosts)
         ssh_config = nodes.apply(render_ssh_config)
-        container_ids = [member.container_id for member, _keys in by_name]
+        files = {
+            "/root/.ssh/authorized_keys": PlacedFile(authorized_keys, mode=0o600),
+            "/root/.ssh/known_hosts": PlacedFile(self.known_hosts),
+            "/root/.ssh/config": PlacedFile(ssh_config, mode=0o600),
+        }
         self.trusts = [
-            container_files(
+            host_script(
                 f"{name}-{member.host_name}-trust",
-                label=f"{member.host_name}: ssh trust",
-                connection=member.connection,
-                container_name=member.container_name,
-                dest="/root/.ssh",
-                files={
-                    "authorized_keys": PlacedFile(authorized_keys, mode=0o600),
-                    "known_hosts": PlacedFile(self.known_hosts),
-                    "config": PlacedFile(ssh_config, mode=0o600),
-                },
-                triggers=container_ids,
-                opts=pulumi.ResourceOptions(parent=self),
+                member.command,
+                "host/container-place-files.sh",
+                [member.container_name, TRUST_STEP],
+                data=bundle(files),
+                generation=member.generations.get(TRUST_STEP, 0),
+                # A new container has none of it.
+                triggers=[member.container_id],
+                opts=pulumi.ResourceOptions(parent=self, depends_on=collected),
             )
-            for member, _keys in by_name
+            for member in by_name
         ]
         manager = args.members[0]
-        named = [f"{member.host_name}={member.address}" for member, _keys in by_name if member is not manager]
-        self.reach = RemoteScript(
+        others = [member.host_name for member in by_name if member is not manager]
+        self.reach = host_script(
             f"{name}-reach",
-            label=f"{manager.host_name}: ssh to every node",
-            connection=manager.connection,
-            create=script_call("host/mesh-check.sh", manager.container_name, str(args.reach_timeout), *named),
-            # Every refresh (every `up`) tries once more; a silent node runs the check again.
-            read=script_call("host/mesh-check.sh", "--read", manager.container_name, "0", *named),
-            triggers=[trust.id for trust in self.trusts],
+            manager.command,
+            "host/mesh-reach.sh",
+            [manager.container_name, str(args.reach_timeout), *others],
+            generation=manager.generations.get(REACH_STEP, 0),
+            # New trusted keys (a container made again, keys made again) are checked again.
+            triggers=[nodes.apply(lambda found: hashlib.sha256(repr(found).encode()).hexdigest())],
             opts=pulumi.ResourceOptions(parent=self, depends_on=self.trusts),
-        )  # fmt: skip
+        )
         self.register_outputs({"known_hosts": self.known_hosts, "socket_ifname": self.socket_ifname})
 
-    def _collect(self, name: str, member: MeshMember) -> RemoteScript:
-        return RemoteScript(
+    def _collect(self, name: str, member: MeshMember) -> command.remote.Command:
+        return host_script(
             f"{name}-{member.host_name}-keys",
-            label=f"{member.host_name}: ssh keys",
-            connection=member.connection,
-            create=script_call("host/mesh-collect.sh", "make", member.container_name),
-            read=script_call("host/mesh-collect.sh", "read", member.container_name),
+            member.command,
+            "host/mesh-keys.sh",
+            [member.container_name],
+            generation=member.generations.get(KEYS_STEP, 0),
+            # A new container has new keys.
             triggers=[member.container_id],
             opts=pulumi.ResourceOptions(parent=self),
         )

@@ -1,45 +1,97 @@
 #!/usr/bin/env bash
-# On the manager: start DeepSpeed in the manager container (the run's files are there),
-# waiting for it unless MODE is background. The run is stopped when pdsh loses a node, or
-# when its log stays silent STALL_TIMEOUT seconds.
-# In wait mode, a finished run's LOSS_PLOT (a PNG in the container; - for none) comes back
-# base64-encoded in the result, for the operator's copy.
-# Usage: deepspeed-launch.sh CONTAINER WORKDIR RUN_DIR MODE(wait|background) STALL_TIMEOUT LOSS_PLOT -- DEEPSPEED_ARGV...
+# On the manager, the training run in the manager container (the run's files are there).
+#   run:    start DeepSpeed, waiting for it unless MODE is background. The run is stopped when
+#           pdsh loses a node, or when its log stays silent STALL_TIMEOUT seconds. The log
+#           stays in the container; while it runs, its last line is shown every
+#           DSLAB_PROGRESS_SECONDS (30) when it changed, and a failed run shows its last lines.
+#   report: say what the last run left, without running anything (the step's update).
+#   stop:   stop a run still going (background mode; the step's delete).
+# The result (run, report) is one JSON line: status, log, summary (the run's last
+# `dslab: finished` line) and, in wait mode, the LOSS_PLOT the run drew (a PNG in the
+# container; - for none) base64-encoded, for the operator's copy.
+# Usage: deepspeed-launch.sh run|report|stop CONTAINER WORKDIR RUN_DIR MODE(wait|background) STALL_TIMEOUT LOSS_PLOT -- DEEPSPEED_ARGV...
 set -euo pipefail
 # dslab:include host/lib/json-string.sh
 # dslab:include host/lib/container-output.sh
-container=$1 workdir=$2 run_dir=$3 mode=$4 stall_timeout=$5 loss_plot=$6
-shift 7  # CONTAINER WORKDIR RUN_DIR MODE STALL_TIMEOUT LOSS_PLOT --
+# dslab:include host/lib/ticker.sh
 
-log="$run_dir/train.log"
-status="$run_dir/status"
-flags=(--workdir "$workdir" --log "$log" --status "$status" --hostfile "$run_dir/hostfile" --stall-timeout "$stall_timeout")
-[[ "$mode" == background ]] && flags+=(--background)
+PROGRESS_LINES_ON_FAILURE=15
 
-echo "launching in $container: $*" >&2
-set +e
-docker exec "$container" /opt/dslab/run-deepspeed.sh "${flags[@]}" -- "$@" >&2
-code=$?
-set -e
-if [[ $code -ne 0 ]]; then
-  state=$(container_output "$container" cat "$status" 2>/dev/null || echo unknown)
-  echo "training failed (exit $code, status: $state); the log is $container:$log" >&2
-  exit "$code"
-fi
-# run-deepspeed.sh exits 0 only once its status file says so: the exit code is the status.
-state=succeeded
-[[ "$mode" == background ]] && state=running
-summary=$(container_output "$container" sh -c "grep -a 'dslab: finished' '$log' | tail -n 1" 2>/dev/null || true)
-plot_base64=""
-if [[ "$mode" == wait && "$loss_plot" != - ]]; then
-  if plot_base64=$(container_output "$container" base64 -w0 "$loss_plot" 2>/dev/null); then
-    echo "copying the loss curve $container:$loss_plot back" >&2
-  else
-    echo "warning: the run drew no loss curve at $container:$loss_plot" >&2
-    plot_base64=""
+launch() {
+  local action=$1 container=$2 workdir=$3 run_dir=$4 mode=$5 stall_timeout=$6 loss_plot=$7
+  shift 8  # ACTION CONTAINER WORKDIR RUN_DIR MODE STALL_TIMEOUT LOSS_PLOT --
+  local log="$run_dir/train.log" status="$run_dir/status" state
+  case $action in
+    stop)
+      if docker container inspect "$container" >/dev/null 2>&1 && docker exec "$container" pkill -f 'deepspeed' 2>/dev/null; then
+        echo "stopped the training run in $container" >&2
+      fi
+      return 0
+      ;;
+    report)
+      state=$(container_output "$container" cat "$status" 2>/dev/null || echo unknown)
+      ;;
+    run)
+      start_run "$container" "$workdir" "$log" "$status" "$run_dir/hostfile" "$mode" "$stall_timeout" "$@"
+      # run-deepspeed.sh exits 0 only once its status file says so: the exit code is the status.
+      state=succeeded
+      [[ "$mode" == background ]] && state=running
+      echo "training $state; the log is $container:$log" >&2
+      ;;
+    *) echo "deepspeed-launch.sh: unknown action $action" >&2; return 64 ;;
+  esac
+  report "$container" "$log" "$state" "$mode" "$loss_plot"
+}
+
+# The last log line, when it is new since the last time it was shown (run by the ticker).
+# shellcheck disable=SC2317
+show_progress() {
+  local container=$1 log=$2 seen=$3 line
+  line=$(docker exec "$container" tail -n 1 "$log" 2>/dev/null | tr -d '\r') || return 0
+  [[ -n "$line" && "$line" != "$(cat "$seen" 2>/dev/null)" ]] || return 0
+  printf '%s\n' "$line" >"$seen"
+  echo "[train.log] $line" >&2
+}
+
+start_run() {
+  local container=$1 workdir=$2 log=$3 status=$4 hostfile=$5 mode=$6 stall_timeout=$7 code seen
+  shift 7
+  local flags=(--workdir "$workdir" --log "$log" --status "$status" --hostfile "$hostfile" --stall-timeout "$stall_timeout")
+  [[ "$mode" == background ]] && flags+=(--background)
+  echo "launching in $container: $*" >&2
+  seen=$(mktemp)
+  DSLAB_PROGRESS_SECONDS=${DSLAB_PROGRESS_SECONDS:-30} tick_while_running show_progress "$container" "$log" "$seen"
+  set +e
+  # Its stdout is the log, which stays in the container; what it says about the run is on stderr.
+  docker exec "$container" /opt/dslab/run-deepspeed.sh "${flags[@]}" -- "$@" >/dev/null
+  code=$?
+  set -e
+  rm -f "$seen"
+  if [[ $code -ne 0 ]]; then
+    echo "the last lines of $container:$log:" >&2
+    docker exec "$container" tail -n "$PROGRESS_LINES_ON_FAILURE" "$log" 2>/dev/null | sed 's/^/  /' >&2 || true
+    echo "training failed (exit $code, status: $(container_output "$container" cat "$status" 2>/dev/null || echo unknown));" \
+      "the whole log is $container:$log" >&2
+    exit "$code"
   fi
-fi
-# The summary is a line the run wrote: anything may be in it.
-printf '{"status": %s, "log": %s, "summary": %s, "loss_plot": %s, "loss_plot_png": "%s"}\n' \
-  "$(json_string "$state")" "$(json_string "$log")" "$(json_string "$summary")" \
-  "$(json_string "${plot_base64:+$loss_plot}")" "$plot_base64"
+}
+
+report() {
+  local container=$1 log=$2 state=$3 mode=$4 loss_plot=$5 summary plot_base64=""
+  summary=$(container_output "$container" sh -c "grep -a 'dslab: finished' '$log' | tail -n 1" 2>/dev/null || true)
+  if [[ "$mode" == wait && "$loss_plot" != - && "$state" == succeeded ]]; then
+    if plot_base64=$(container_output "$container" base64 -w0 "$loss_plot" 2>/dev/null); then
+      echo "copying the loss curve $container:$loss_plot back" >&2
+    else
+      echo "warning: the run drew no loss curve at $container:$loss_plot" >&2
+      plot_base64=""
+    fi
+  fi
+  # The summary is a line the run wrote: anything may be in it.
+  printf '{"status": %s, "log": %s, "summary": %s, "loss_plot": %s, "loss_plot_png": "%s"}\n' \
+    "$(json_string "$state")" "$(json_string "$log")" "$(json_string "$summary")" \
+    "$(json_string "${plot_base64:+$loss_plot}")" "$plot_base64"
+}
+
+launch "$@"
+exit

@@ -8,6 +8,7 @@
 #   in-use ADDRESS     for each container on NETWORK anywhere in the swarm, as the overlay's
 #                      gossip tells a host that has a container on it (those on hosts that
 #                      left the stack's list hold theirs until they are removed)
+#   step STEP N [WHAT] for each step kept inside a running container of the stack (below)
 # Usage: host-facts.sh OWNER NETWORK ADDRESS MTU
 set -euo pipefail
 owner=$1 network=$2 address=$3 want_mtu=$4
@@ -35,3 +36,30 @@ fi
 # No such network here (no container on it yet): nothing in use that this host can see.
 docker network inspect --verbose --format '{{range .Services}}{{range .Tasks}}{{.EndpointIP}}{{"\n"}}{{end}}{{end}}' "$network" 2>/dev/null |
   awk 'NF == 1 {print "in-use", $1}' || true
+# What the program keeps inside this stack's running containers (host/lib/step-mark.sh):
+#   step STEP N         intact as placed with generation N
+#   step STEP N+1 WHAT  not: the next `up` runs the step again, with generation N+1
+for id in $(docker ps --quiet --filter "label=dslab.owner=$owner"); do
+  docker exec "$id" sh -c '
+    cd /opt/dslab/steps 2>/dev/null || exit 0
+    for mark in *.gen; do
+      [ -e "$mark" ] || continue
+      step=${mark%.gen} generation=$(cat "$mark")
+      case $generation in ""|*[!0-9]*) generation=0 ;; esac
+      if [ -e "$step.sha256" ]; then
+        differs=$(sha256sum --check --quiet "$step.sha256" 2>/dev/null | sed -n "s/: FAILED.*//p" | tr "\n" " ")
+        [ -z "$differs" ] || differs="changed or removed: $differs"
+      elif [ -e "$step.check" ]; then
+        if found=$(timeout 15 sh "$step.check" 2>&1); then
+          differs=""
+        else
+          differs=$(printf "%s\n" "$found" | tail -n 1)
+          [ -n "$differs" ] || differs="its check failed"
+        fi
+      else
+        differs="its check is gone"
+      fi
+      if [ -z "$differs" ]; then echo "step $step $generation"; else echo "step $step $((generation + 1)) $differs"; fi
+    done
+  ' || true
+done

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import pytest
 import yaml
 
-from tests.support.pulumi_output import diagnostics_of, step_lines
+from tests.support.pulumi_output import command_lines, diagnostics_of, step_lines
 from tests.support.sim_hosts import host_fault, hosts_up, inspect, keep_build_cache, on_host, wait_for_sshd
 from harness.pulumi_cli import REPO, PulumiCli, ensure_toolchain
 from harness.stack_project import Stack, project_copy
@@ -81,17 +81,22 @@ def test_up_from_nothing_builds_the_cluster_and_trains_across_both_containers(st
     assert outputs["training_status"] == "succeeded"
 
 
-def test_a_successful_up_reads_as_the_steps_that_took_time_and_the_training_log() -> None:
+def test_a_successful_up_reads_as_the_steps_that_took_time_and_the_training_run() -> None:
     diagnostics = diagnostics_of(LOGS["up"])
     steps = step_lines(diagnostics)
-    assert "server1: deepspeed" in steps, "the training log is there"
+    said = command_lines(LOGS["up"])
+    run = said.get("lab-training-run", [])
+    assert run and run[0].startswith("launching in llm: deepspeed"), f"the run says what it starts: {run}"
+    assert run[-1] == "training succeeded; the log is llm:/opt/dslab/run/train.log", "and where its log is"
     # Building the image takes minutes when nothing is cached, shipping it tens of seconds:
-    # they say how far they are. Every other step is done within seconds and says nothing.
-    slow = {"server1: deepspeed", "server1: image", "server2: image"}
+    # they say how far they are. The preflight reports what it measured. Every other step is
+    # done within seconds and says nothing.
+    slow = {"server1: image", "server2: image"}
     others = {step: lines for step, lines in steps.items() if not any(step.startswith(name) for name in slow)}
-    assert sum(map(len, others.values())) <= 4, f"quick steps say nothing when they succeed:\n{diagnostics}"
+    others |= {name: lines for name, lines in said.items() if name not in ("lab-training-run", "lab-training-preflight-check")}
+    assert sum(map(len, others.values())) <= 4, f"quick steps say nothing when they succeed:\n{others}"
     # Ours say "warning:"; DeepSpeed's own "[WARNING]" about running on CPU is the training log's.
-    warnings = [line for lines in steps.values() for line in lines if "warning:" in line.lower()]
+    warnings = [line for lines in [*steps.values(), *said.values()] for line in lines if "warning:" in line.lower()]
     assert not warnings, f"no warning over a run that succeeded:\n{diagnostics}"
 
 
@@ -275,7 +280,7 @@ def test_a_new_shm_size_previews_as_the_containers_shm_size_and_nothing_else(sta
     # A new container has new keys: the mesh and the run follow it, through values that
     # come from the containers (their triggers, and the keys they install).
     followers = {name: set(step.get("diffReasons") or []) for name, step in steps.items() if not name.endswith("-llm")}
-    assert all(reasons <= {"triggers", "stdin_archive"} for reasons in followers.values()), (
+    assert all(reasons <= {"triggers", "stdin"} for reasons in followers.values()), (
         f"anything else changes only because it follows a new container: {followers}"
     )
     stack.pulumi("preview", "--expect-no-changes")

@@ -223,7 +223,7 @@ def test_files_changed_inside_containers_are_put_back_by_a_plain_up_without_trai
         "lab-training-server1-files": "update",
         "lab-training-server2-files": "update",
         "lab-mesh-server2-trust": "update",
-        "lab-mesh-reach": "replace",
+        "lab-mesh-reach": "update",
     }, "put back in place, the ssh check run again, nothing else"
     started = time.monotonic()
     up(stack)

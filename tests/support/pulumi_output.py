@@ -22,3 +22,22 @@ def step_lines(diagnostics: str) -> dict[str, list[str]]:
         if found := STEP_LINE.match(line):
             steps.setdefault(found["step"], []).append(line.strip())
     return steps
+
+
+# What a Command's script said while it ran, on its resource's progress line:
+# " +  command:remote:Command lab-training-run creating (9s) training succeeded; ..."
+COMMAND_LINE = re.compile(
+    r"^\s*[-+~]*\s*command:(?:remote|local):Command (?P<name>\S+) \w+ \(\d+s\) (?P<message>\S.*)$"
+)
+
+
+def command_lines(output: str) -> dict[str, list[str]]:
+    """What each Command said while it ran, by resource name, in order (each line once:
+    the progress display repeats a step's last line when the step ends)."""
+    said: dict[str, list[str]] = {}
+    for line in output.splitlines():
+        if found := COMMAND_LINE.match(line):
+            lines = said.setdefault(found["name"], [])
+            if not lines or lines[-1] != found["message"]:
+                lines.append(found["message"])
+    return said

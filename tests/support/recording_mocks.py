@@ -4,12 +4,14 @@ would print."""
 
 from __future__ import annotations
 
+import json
 import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
 
+from components.host_command import script_text
 from components.paths import ASSETS_DIR
 
 REMOTE_SCRIPT = "pulumi-python:dynamic/dslab:RemoteScript"
@@ -61,19 +63,24 @@ class RecordingMocks(pulumi.runtime.Mocks):
 
 
 def fake_result(script: str, name: str) -> dict[str, Any]:
+    return fake_results(name).get(script, {})
+
+
+def fake_results(name: str) -> dict[str, dict[str, Any]]:
+    """Host script -> the JSON result it prints for the resource NAME."""
     return {
         "host/swarm-init.sh": {"join_token": "SWMTKN-1-secret", "node_id": "manager-node"},
         "host/swarm-join.sh": {"node_id": f"{name}-node"},
         "host/image-build.sh": {"image_id": "sha256:built"},
         "host/image-load.sh": {"image_id": "sha256:built"},
-        "host/mesh-collect.sh": {
+        "host/mesh-keys.sh": {
             "user_key": f"ssh-ed25519 AAAA{name}",
             "host_key": f"ssh-ed25519 BBBB{name}",
             "socket_ifname": "eth0",
         },
         "host/deepspeed-launch.sh": {"status": "succeeded", "log": "/opt/dslab/run/train.log"},
         "host/ipsec-run.sh": {"container_id": f"{name}-cid"},
-    }.get(script, {})
+    }
 
 
 def fake_stdout(inputs: dict[str, Any], name: str) -> str:
@@ -81,8 +88,12 @@ def fake_stdout(inputs: dict[str, Any], name: str) -> str:
     of `assets/` fed to `bash -s` (recognised by its text)."""
     if "/opt/dslab/preflight.sh" in str(inputs.get("create", "")):
         return '{"nodes": 2, "busbw_gbps": 3.5, "allreduce": {"backend": "gloo"}}'
-    if inputs.get("stdin") == (ASSETS_DIR / "operator" / "new-secret.sh").read_text(encoding="utf-8"):
+    stdin = str(inputs.get("stdin") or "")
+    if stdin == (ASSETS_DIR / "operator" / "new-secret.sh").read_text(encoding="utf-8"):
         return "5" * 64
+    for script, result in fake_results(name).items():
+        if stdin.startswith(script_text(script)):
+            return json.dumps(result)
     return ""
 
 
@@ -90,3 +101,46 @@ def new_hosts_answers(command: str) -> str:
     """assets/operator/ask-hosts.sh's answer from hosts with no container yet: each one's MTU."""
     hosts = [arg.split("=", 1)[0] for arg in shlex.split(command) if "=" in arg and "@" in arg]
     return "".join(f"{host} mtu {1500 if host == 'server1' else 9000}\n" for host in hosts)
+
+
+def host_script_of(recorded: Recorded) -> str | None:
+    """The assets script a step runs: a RemoteScript's `create`, or the host script a Command
+    sends on stdin."""
+    if recorded.type == REMOTE_SCRIPT:
+        return str(recorded.inputs["create"]["script"])
+    stdin = str(recorded.inputs.get("stdin") or "")
+    for path in sorted((ASSETS_DIR / "host").glob("*.sh")):
+        script = f"host/{path.name}"
+        if stdin.startswith(script_text(script)):
+            return script
+    return None
+
+
+def script_args(recorded: Recorded, field_name: str = "create") -> list[str]:
+    """The arguments a step's script gets (after `bash -s --`, or a RemoteScript's args)."""
+    if recorded.type == REMOTE_SCRIPT:
+        return [str(arg) for arg in recorded.inputs[field_name]["args"]]
+    words = shlex.split(str(recorded.inputs[field_name]))
+    return words[words.index("--") + 1 :]
+
+
+def step_generation(recorded: Recorded) -> int | None:
+    """The DSLAB_GEN a kept step's Command runs with (components.host_command), if any."""
+    for word in shlex.split(str(recorded.inputs["create"])):
+        if word.startswith("DSLAB_GEN="):
+            return int(word.split("=", 1)[1])
+    return None
+
+
+def placed_files(recorded: Recorded) -> dict[str, str]:
+    """Path -> content of the files a container-place-files.sh step places (components.file_bundle)."""
+    stdin = str(recorded.inputs["stdin"])
+    data = stdin[len(script_text("host/container-place-files.sh")) :].encode()
+    files: dict[str, str] = {}
+    while data:
+        header, _, data = data.partition(b"\n")
+        tag, _mode, size, path = header.decode().split(" ", 3)
+        assert tag == "dslab-file", header
+        files[path] = data[: int(size)].decode()
+        data = data[int(size) :]
+    return files

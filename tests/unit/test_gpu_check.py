@@ -24,7 +24,7 @@ from components.paths import ASSETS_DIR
 from components.run_files import RunFiles, run_deepspeed_env, run_files
 from tests.support.credentials import unit_credentials
 from harness.pulumi_cli import REPO
-from tests.support.recording_mocks import RecordingMocks
+from tests.support.recording_mocks import RecordingMocks, placed_files, script_args
 
 STACK = REPO / "bench" / "gpu-check.yaml"
 GOLDEN = Path(__file__).parent / "golden"
@@ -90,18 +90,18 @@ def test_what_the_check_runs_is_what_the_program_places_in_the_manager_container
     local = local_files(gpus=8)
 
     def check(_: Any) -> None:
-        placed = mocks.resources["lab-training-gpu1-files"].inputs["stdin_archive"]
-        launch = mocks.resources["lab-training-run"].inputs
+        placed = placed_files(mocks.resources["lab-training-gpu1-files"])
+        launch = mocks.resources["lab-training-run"]
         preflight = mocks.resources["lab-training-preflight-check"].inputs
-        assert placed["opt/dslab/run/ds_config.json"]["content"] == local.ds_config
-        assert placed["opt/dslab/run/dataset_info.json"]["content"] == local.dataset_info
+        assert placed["/opt/dslab/run/ds_config.json"] == local.ds_config
+        assert placed["/opt/dslab/run/dataset_info.json"] == local.dataset_info
         # The mock container found its overlay interface as eth0; the GPU machine's is found the same way.
-        assert placed["root/.deepspeed_env"]["content"] == run_deepspeed_env(config, "eth0")
-        program_argv = after_dashes(launch["create"]["args"])
+        assert placed["/root/.deepspeed_env"] == run_deepspeed_env(config, "eth0")
+        program_argv = after_dashes(script_args(launch))
         program_preflight = after_dashes(shlex.split(preflight["create"]))
         assert local.argv == ("deepspeed", "--no_ssh_check", *program_argv[1:])
         assert local.preflight_argv == ("deepspeed", "--no_ssh_check", *program_preflight[1:])
-        assert placed["opt/dslab/run/hostfile"]["content"] == "gpu1 slots=1\n"
+        assert placed["/opt/dslab/run/hostfile"] == "gpu1 slots=1\n"
         assert local.hostfile == "localhost slots=8\n", "this machine, one rank per GPU"
 
     return pulumi.Output.all(lab.container_ips, lab.launch.status, lab.launch.resource.urn).apply(check)

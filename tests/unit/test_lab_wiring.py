@@ -21,7 +21,14 @@ from tests.support.recording_mocks import (
     REMOTE_COMMAND,
     REMOTE_SCRIPT,
     RecordingMocks,
+    host_script_of,
+    placed_files,
+    script_args,
 )
+
+
+def after_dashes(args: list[str]) -> list[str]:
+    return args[args.index("--") + 1 :]
 
 
 @pytest.fixture
@@ -50,14 +57,14 @@ def test_every_manual_step_of_the_write_up_is_a_resource(mocks: RecordingMocks) 
     lab = build_dev_lab()
 
     def check(_: Any) -> None:
-        scripts = {r.name: r.inputs["create"]["script"] for r in mocks.resources.values() if r.type == REMOTE_SCRIPT}
+        scripts = {r.name: host_script_of(r) for r in mocks.resources.values() if r.type in (REMOTE_SCRIPT, REMOTE_COMMAND)}
         assert scripts["lab-claim-server1"] == scripts["lab-claim-server2"] == "host/host-claim.sh"
         assert scripts["lab-swarm-server1-init"] == "host/swarm-init.sh"
         assert scripts["lab-swarm-server2-join"] == "host/swarm-join.sh"
         assert scripts["lab-image-server1-build"] == "host/image-build.sh", "build-once builds on the manager"
         assert scripts["lab-image-server2-ship"] == "host/image-load.sh", "and ships to the worker"
-        assert scripts["lab-mesh-server2-trust"] == "host/container-put-files.sh"
-        assert scripts["lab-mesh-reach"] == "host/mesh-check.sh", "up ends with the mesh proven to carry ssh"
+        assert scripts["lab-mesh-server2-trust"] == "host/container-place-files.sh"
+        assert scripts["lab-mesh-reach"] == "host/mesh-reach.sh", "up ends with the mesh proven to carry ssh"
         assert scripts["lab-training-run"] == "host/deepspeed-launch.sh"
         docker = {
             r.name: r.type for r in mocks.resources.values() if r.type.startswith(("docker:", "pulumi:providers"))
@@ -72,8 +79,16 @@ def test_every_manual_step_of_the_write_up_is_a_resource(mocks: RecordingMocks) 
         commands = {r.name: r.inputs for r in mocks.resources.values() if r.type == REMOTE_COMMAND}
         assert set(commands) == {
             "lab-swarm-server2-membership",
+            "lab-mesh-server1-keys",
+            "lab-mesh-server2-keys",
+            "lab-mesh-server1-trust",
+            "lab-mesh-server2-trust",
+            "lab-mesh-reach",
+            "lab-training-server1-files",
+            "lab-training-server2-files",
             "lab-training-preflight-check",
-        }, "steps with nothing to read back are pulumi-command Commands"
+            "lab-training-run",
+        }, "the mesh and the run are pulumi-command Commands"
 
     return everything_registered(lab).apply(check)
 
@@ -113,8 +128,9 @@ def test_the_reach_check_runs_in_the_managers_container_to_every_worker(mocks: R
 
     def check(_: Any) -> None:
         reach = mocks.resources["lab-mesh-reach"]
-        assert reach.inputs["connection"]["host"] == "10.0.18.1", "from the manager"
-        assert reach.inputs["create"]["args"] == ["llm", "60", "server2=10.0.3.129"]
+        connection = reach.inputs["connection"]
+        assert connection.get("value", connection)["host"] == "10.0.18.1", "from the manager"
+        assert script_args(reach) == ["llm", "60", "server2"], "by name: the mesh's ssh config knows the address"
 
     return everything_registered(lab).apply(check)
 
@@ -190,8 +206,8 @@ def test_containers_wait_for_the_network_their_image_and_their_swarm_join(mocks:
             {"name": "test-net-id", "ipv4Address": "10.0.3.129", "aliases": ["server2"]}
         ], "on the overlay (by id: a new network replaces it) at its static address from the plan"
         assert "hosts" not in container, "nothing in it depends on the other hosts"
-        config = mocks.resources["lab-mesh-server2-trust"].inputs["stdin_archive"]["config"]
-        assert "Host server1\n    HostName 10.0.3.128\n" in config["content"], "the mesh says where the other node is"
+        config = placed_files(mocks.resources["lab-mesh-server2-trust"])["/root/.ssh/config"]
+        assert "Host server1\n    HostName 10.0.3.128\n" in config, "the mesh says where the other node is"
         assert container["image"] == "sha256:built", "the image by id: a rebuilt image replaces it"
         assert container["shmSize"] == 1024 and container["restart"] == "always", "shm 1G in MiB"
         assert container["wait"] is True and container["healthcheck"]["tests"] == ["CMD", "/opt/dslab/ready.sh"]
@@ -228,8 +244,9 @@ def test_the_preflight_runs_before_training_and_again_whenever_training_does(moc
             "--master_port", "29500",
         ], "the same launcher, hostfile and rendezvous as training"  # fmt: skip
         assert allreduce[7] == "/opt/dslab/allreduce_bench.py"
-        training_argv = launch.inputs["create"]["args"][launch.inputs["create"]["args"].index("--") + 1 :]
+        training_argv = after_dashes(script_args(launch))
         assert shlex.join(training_argv) in preflight.inputs["triggers"], "a new training argv re-runs it"
+        assert launch.inputs["create"] in launch.inputs["triggers"], "a new command line runs training again"
         assert "lab-training-preflight-check-id" in launch.inputs["triggers"], "a new preflight re-runs training"
         assert values[0] == 3.5, "its bus bandwidth is an output"
 
@@ -252,10 +269,9 @@ def test_without_preflight_training_follows_the_run_files_directly(mocks: Record
 
     def check(_: Any) -> None:
         assert not any("preflight" in name for name in mocks.resources)
-        assert mocks.resources["lab-training-run"].inputs["triggers"] == [
-            "lab-training-server1-files-id",
-            "lab-training-server2-files-id",
-        ]
+        triggers = mocks.resources["lab-training-run"].inputs["triggers"]
+        assert triggers[:2] == ["server1-llm-id", "server2-llm-id"], "a new container runs it again"
+        assert len(triggers) == 6 and "lab-training-preflight-check-id" not in triggers, "files, argv, command: no preflight"
 
     return everything_registered(lab).apply(check)
 
@@ -361,17 +377,16 @@ def test_host_mode_has_no_swarm_or_overlay_and_reaches_containers_at_the_hosts_a
     assert "network_name" not in lab.outputs and lab.outputs["network_mode"] == "host"
 
     def check(_: Any) -> None:
-        scripts = {r.inputs["create"]["script"] for r in mocks.resources.values() if r.type == REMOTE_SCRIPT}
+        scripts = {host_script_of(r) for r in mocks.resources.values() if r.type in (REMOTE_SCRIPT, REMOTE_COMMAND)}
         assert not scripts & {"host/swarm-init.sh", "host/swarm-join.sh", "host/network-create.sh"}
         assert not [r for r in mocks.resources.values() if r.type == DOCKER_NETWORK], "no overlay"
         container = mocks.resources["server2-llm"].inputs
         assert container["networkMode"] == "host" and "networksAdvanced" not in container
         assert "hosts" not in container
-        config = mocks.resources["lab-mesh-server2-trust"].inputs["stdin_archive"]["config"]["content"]
+        config = placed_files(mocks.resources["lab-mesh-server2-trust"])["/root/.ssh/config"]
         assert "Host server1\n    HostName 10.0.18.1\n" in config, "the other node by name, at its host's address"
         assert "DSLAB_SSH_PORT=2222" in container["envs"] and "DSLAB_OVERLAY_SUBNET=10.0.18.2/32" in container["envs"]
-        launch = mocks.resources["lab-training-run"].inputs["create"]["args"]
-        training = launch[launch.index("--") + 1 :]
+        training = after_dashes(script_args(mocks.resources["lab-training-run"]))
         assert training[:9] == [
             "deepspeed", "--hostfile", "/opt/dslab/run/hostfile", "--master_addr", "10.0.18.1",
             "--master_port", "29500", "--ssh_port", "2222",
@@ -443,7 +458,7 @@ def test_a_host_inserted_at_the_front_of_a_reordered_list_moves_no_container(moc
             for host in ("server1", "server2", "server3")
         }
         assert planned == {"server1": "10.0.3.128", "server2": "10.0.3.129", "server3": "10.0.3.130"}
-        launch = mocks.resources["lab-training-run"].inputs["create"]["args"]
+        launch = script_args(mocks.resources["lab-training-run"])
         assert launch[launch.index("--master_addr") + 1] == "10.0.3.128", "the manager is where it was"
 
     assert lab.hostfile == "server1 slots=1\nserver3 slots=1\nserver2 slots=1\n", "ranks follow the list, manager first"

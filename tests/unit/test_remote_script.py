@@ -471,3 +471,23 @@ def test_a_failing_script_raises_its_own_error_unchanged(tmp_path: Path) -> None
     create = write_script(tmp_path, "create.sh", "echo 'disk full' >&2\nexit 5\n")
     with pytest.raises(RemoteScriptError, match=r"create.sh failed on this machine \(exit 5\):\ndisk full"):
         RemoteScriptProvider().create(props(create))
+
+
+def test_a_step_that_became_a_command_is_forgotten_not_read_or_deleted(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A stack made before the SSH mesh and the run were Commands keeps their RemoteScripts
+    # until the first `up` with this code deletes them: their scripts are gone from assets/.
+    ran: list[Any] = []
+    monkeypatch.setattr(remote_script, "run_script", lambda *args, **kwargs: ran.append(args) or (0, "", ""))
+    old_run = {
+        "label": "server1: deepspeed",
+        "connection": None,
+        "create": {"script": "host/deepspeed-launch.sh", "args": []},
+        "delete": {"script": "host/deepspeed-stop.sh", "args": ["llm"]},
+        "read": None,
+    }
+    old_keys = {**old_run, "create": {"script": "host/mesh-collect.sh", "args": ["make", "llm"]}, "delete": None}
+    old_keys["read"] = {"script": "host/mesh-collect.sh", "args": ["read", "llm"]}
+    provider = remote_script.RemoteScriptProvider()
+    provider.delete("id", old_run)
+    assert provider.read("id", old_keys).outs == old_keys, "read back as it was"
+    assert not ran, "neither script ran"
