@@ -5,24 +5,28 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pulumi
+import pulumi_docker as docker
 
-from components.connection import RemoteHost
 from components.naming import component_type
-from components.remote_script import RemoteScript, script_call
+
+CLAIM_VOLUME = "dslab-claim"
+OWNER_LABEL = "dslab.owner"
 
 
 @dataclass(frozen=True)
 class HostClaimsArgs:
-    hosts: tuple[RemoteHost, ...]
+    engines: dict[str, docker.Provider]
+    """Host name -> its engine, in step order."""
     owner: str
     """`org/project/stack`: the label every container of this stack carries too."""
 
 
 class HostClaims(pulumi.ComponentResource):
-    """Creates, per host, a RemoteScript that claims the host for this stack (a labelled
-    docker volume) and refuses one that another stack holds; everything else on the hosts
-    depends on the claims, so a refused or unreachable host stops `pulumi up` before any
-    host is changed, and the claims are released last on `pulumi destroy`.
+    """Creates, per host, a `docker.Volume` `dslab-claim` labelled with the stack. A host that
+    another stack holds is refused by the hosts' probe (components.host_facts) before anything
+    is registered; everything else on the hosts depends on the claims, so they are released
+    last on `pulumi destroy`, and a claim removed behind our back is made again by the next
+    `up` (the refresh finds it gone).
 
     Outputs:
         resources: the claims, to depend on.
@@ -30,18 +34,13 @@ class HostClaims(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: HostClaimsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(component_type("HostClaims"), name, None, opts)
-        self.resources: tuple[RemoteScript, ...] = tuple(
-            RemoteScript(
-                f"{name}-{host.name}",
-                label=f"{host.name}: claim for {args.owner}",
-                connection=host.connection,
-                create=script_call("host/host-claim.sh", args.owner),
-                read=script_call("host/host-claim-read.sh", args.owner),
-                delete=script_call("host/host-release.sh", args.owner),
-                # One claim per host: a new owner (a renamed stack) takes it after the old let go.
-                delete_before_replace=True,
-                opts=pulumi.ResourceOptions(parent=self),
+        self.resources: tuple[docker.Volume, ...] = tuple(
+            docker.Volume(
+                f"{name}-{host}",
+                name=CLAIM_VOLUME,
+                labels=[docker.VolumeLabelArgs(label=OWNER_LABEL, value=args.owner)],
+                opts=pulumi.ResourceOptions(parent=self, provider=engine, delete_before_replace=True),
             )
-            for host in args.hosts
+            for host, engine in args.engines.items()
         )
         self.register_outputs({})

@@ -45,6 +45,16 @@ class StepMark:
 
 
 @dataclass(frozen=True)
+class SwarmNode:
+    """The swarm node a host's engine is, as the probe found it."""
+
+    node_id: str
+    manager: bool
+    managers: tuple[str, ...]
+    """The managers it knows, `address:2377`."""
+
+
+@dataclass(frozen=True)
 class HostFacts:
     """What the hosts said."""
 
@@ -59,23 +69,44 @@ class HostFacts:
     """Host name -> why it could not be asked, or what it could not tell."""
     steps: dict[tuple[str, str], StepMark] = field(default_factory=dict)
     """(host name, step) -> its mark; a step not found (not made yet) has generation 0."""
+    swarm_nodes: dict[str, SwarmNode] = field(default_factory=dict)
+    """Host name -> the swarm node its engine is, when in a swarm."""
 
     def generation(self, host: str, step: str) -> int:
         """The generation the step's Command on `host` runs with (components.host_command)."""
         mark = self.steps.get((host, step))
         return mark.generation if mark is not None else 0
 
+    def node_in_swarm(self, host: str, manager_address: str, *, manager: bool, step: str) -> str | None:
+        """The node id `host` has in the swarm of MANAGER_ADDRESS (`address:2377`), known before
+        anything runs, when the host is in it as it should be and its step found nothing
+        changed; None when its swarm step has yet to (re)make it."""
+        node = self.swarm_nodes.get(host)
+        mark = self.steps.get((host, step))
+        if node is None or (mark is not None and mark.differs):
+            return None
+        in_place = node.manager if manager else (not node.manager and manager_address in node.managers)
+        return node.node_id if in_place else None
 
-def parse_answers(output: str, hosts: Sequence[Host], known_hosts_path: str, want_mtu: bool) -> HostFacts:
+
+def held_by_another(owner: str, what: str) -> str:
+    return f"this host is already used by stack '{owner}' ({what}); destroy that stack first, or list this host in only one of them"
+
+
+def parse_answers(
+    output: str, hosts: Sequence[Host], known_hosts_path: str, want_mtu: bool, owner: str = ""
+) -> HostFacts:
     """ask-hosts.sh's lines (`HOST held LABEL ADDRESS`, `HOST in-use ADDRESS`, `HOST mtu N`,
-    `HOST mtu-unknown WHY`, `HOST step STEP N [WHAT]`, `HOST unreachable|silent|failed ...`) as
-    HostFacts."""
+    `HOST mtu-unknown WHY`, `HOST step STEP N [WHAT]`, `HOST claimed-by|used-by OWNER`,
+    `HOST unreachable|silent|failed ...`) as HostFacts: a host another stack than OWNER holds is
+    a problem."""
     destination = {host.name: f"{host.name} ({host.address}:{host.ssh_port})" for host in hosts}
     addresses: dict[str, str] = {}
     in_use: set[str] = set()
     mtus: dict[str, int] = {}
     problems: dict[str, str] = {}
     steps: dict[tuple[str, str], StepMark] = {}
+    swarm_nodes: dict[str, SwarmNode] = {}
     for line in output.splitlines():
         host, kind, rest = (line.split(" ", 2) + ["", ""])[:3]
         where = destination.get(host, host)
@@ -93,6 +124,13 @@ def parse_answers(output: str, hosts: Sequence[Host], known_hosts_path: str, wan
             step, generation, differs = (rest.split(" ", 2) + ["", ""])[:3]
             if generation.isdigit():
                 steps[(host, step)] = StepMark(int(generation), differs.strip())
+        elif kind == "swarm-node":
+            node_id, role, *managers = rest.split()
+            swarm_nodes[host] = SwarmNode(node_id, role == "manager", tuple(managers))
+        elif kind == "claimed-by" and owner and rest != owner:
+            problems[host] = held_by_another(rest, "docker volume dslab-claim")
+        elif kind == "used-by" and owner and host not in problems:
+            problems[host] = held_by_another(rest, "a container labelled dslab.owner")
         elif kind == "mtu-unknown":
             problems[host] = rest
         elif kind == "unreachable":
@@ -111,6 +149,7 @@ def parse_answers(output: str, hosts: Sequence[Host], known_hosts_path: str, wan
         mtus=mtus,
         problems=problems,
         steps=steps,
+        swarm_nodes=swarm_nodes,
     )
 
 
@@ -137,7 +176,7 @@ def read_host_facts(config: LabConfig, owner: str, project_dir: str) -> HostFact
     result = command.local.run(
         command=ask_command(config, owner, want_mtu), dir=project_dir, logging=command.local.Logging.NONE
     )
-    facts = parse_answers(result.stdout, config.hosts, config.operator.known_hosts_path, want_mtu)
+    facts = parse_answers(result.stdout, config.hosts, config.operator.known_hosts_path, want_mtu, owner)
     for (host, step), mark in sorted(facts.steps.items()):
         if mark.differs:
             pulumi.log.info(f"{host}: {step} is not as up left it ({mark.differs}); up makes it again in place")

@@ -36,7 +36,7 @@ from components.overlay_network import (
 )
 from components.run_files import run_deepspeed_env, run_files
 from components.ssh_mesh import KEYS_STEP, REACH_STEP, TRUST_STEP, MeshMember, SshMesh, SshMeshArgs
-from components.swarm import Swarm, SwarmArgs
+from components.swarm import SWARM_STEP, Swarm, SwarmArgs
 from components.workload_inputs import required_paths
 
 
@@ -85,7 +85,7 @@ class Lab(pulumi.ComponentResource):
         self.claims = HostClaims(
             f"{name}-claim",
             HostClaimsArgs(
-                hosts=self.nodes,
+                engines={host.name: self.engines[host.name] for host in self.nodes},
                 owner=owner,
             ),
             pulumi.ResourceOptions(parent=self),
@@ -113,10 +113,23 @@ class Lab(pulumi.ComponentResource):
             SwarmArgs(
                 manager=self.hosts[self.config.manager.name],
                 workers=tuple(self.hosts[worker.name] for worker in self.config.workers),
+                generations={host.name: self.facts.generation(host.name, SWARM_STEP) for host in self.nodes},
+                known_nodes=self._known_swarm_nodes(),
                 after=self.claims.resources,
             ),
             pulumi.ResourceOptions(parent=self),
         )
+
+    def _known_swarm_nodes(self) -> dict[str, str]:
+        manager = self.config.manager
+        manager_address = f"{manager.address}:2377"
+        known = {
+            host.name: self.facts.node_in_swarm(
+                host.name, manager_address, manager=host.name == manager.name, step=SWARM_STEP
+            )
+            for host in self.config.hosts
+        }
+        return {host: node for host, node in known.items() if node is not None}
 
     def _create_network(self, name: str, swarm: Swarm) -> OverlayNetwork:
         network = self.config.network

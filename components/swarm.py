@@ -2,90 +2,105 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import pulumi
+import pulumi_command as command
 
 from components.connection import RemoteHost
-from components.naming import component_type
 from components.host_command import host_script
-from components.remote_script import RemoteScript, script_call
+from components.naming import component_type
 
 
 @dataclass(frozen=True)
 class SwarmArgs:
     manager: RemoteHost
     workers: tuple[RemoteHost, ...]
+    generations: dict[str, int]
+    """Host name -> the generation its swarm step runs with (components.host_facts)."""
+    known_nodes: dict[str, str]
+    """Host name -> the node id it already has in this swarm (components.host_facts): known to
+    the preview, so a container labelled with it does not show as replaced."""
     after: tuple[pulumi.Resource, ...] = ()
     """What must exist before any host is touched (the host claims)."""
 
 
-def node_id_of(member: RemoteScript) -> pulumi.Output[str]:
-    """The swarm node id that swarm-init.sh or swarm-join.sh printed."""
-    return member.result.apply(lambda result: str(result["node_id"]))
+SWARM_STEP = "swarm"
+
+
+def swarm_result(stdout: str) -> dict[str, str]:
+    """swarm-manager.sh's or swarm-worker.sh's result: one JSON object on its last stdout line."""
+    lines = stdout.strip().splitlines()
+    if not lines:
+        raise ValueError("the swarm step printed no result")
+    return {key: str(value) for key, value in json.loads(lines[-1]).items()}
+
+
+def node_id_of(member: command.remote.Command) -> pulumi.Output[str]:
+    """The swarm node id that swarm-manager.sh or swarm-worker.sh printed."""
+    return member.stdout.apply(lambda stdout: swarm_result(stdout)["node_id"])
 
 
 class Swarm(pulumi.ComponentResource):
-    """Creates one RemoteScript for the manager's init and, per worker, one for its join
-    (their reads see a host that left the swarm), and a Command on the manager that forgets
-    the node when the worker is removed, or the node it was before it joined again.
+    """Creates a Command for the manager's init and, per worker, one for its join (the hosts'
+    probe sees a host that left the swarm, and the next `up` runs the step again), and a Command
+    on the manager that forgets the node when the worker is removed, or the node it was before
+    it joined again.
 
     Outputs:
         join_token: the worker join token (secret).
-        manager_address: `address:2377`.
         joins: per worker name, its join resource (containers on it depend on it).
         node_ids: per host name, its swarm node id (a host that joins again gets a new one).
     """
 
     join_token: pulumi.Output[str]
-    manager_address: pulumi.Output[str]
 
     def __init__(self, name: str, args: SwarmArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(component_type("Swarm"), name, None, opts)
-        self.manager = self._create_manager(name, args.manager, args.after)
-        self.join_token = pulumi.Output.secret(self.manager.result.apply(lambda result: str(result["join_token"])))
-        self.manager_address = pulumi.Output.from_input(f"{args.manager.address}:2377")
-        self.joins = {
-            worker.name: self._create_worker(name, worker, args.manager, args.after) for worker in args.workers
-        }
-        # Not secret, though the manager's result (which holds the join token) is.
+        self.manager = self._create_manager(name, args)
+        self.join_token = pulumi.Output.secret(self.manager.stdout.apply(lambda stdout: swarm_result(stdout)["join_token"]))
+        self.joins = {worker.name: self._create_worker(name, worker, args) for worker in args.workers}
+        # Not secret, though the manager's result (which holds the join token) is. The same id
+        # the step prints, where the hosts' probe already found it.
+        made = {args.manager.name: pulumi.Output.unsecret(node_id_of(self.manager))}
+        made |= {host: node_id_of(join) for host, join in self.joins.items()}
         self.node_ids = {
-            args.manager.name: pulumi.Output.unsecret(node_id_of(self.manager)),
-            **{host: node_id_of(join) for host, join in self.joins.items()},
+            host: pulumi.Output.from_input(args.known_nodes[host]) if host in args.known_nodes else node_id
+            for host, node_id in made.items()
         }
-        self.register_outputs({"join_token": self.join_token, "manager_address": self.manager_address})
+        self.register_outputs({"join_token": self.join_token})
 
-    def _create_manager(self, name: str, manager: RemoteHost, after: tuple[pulumi.Resource, ...]) -> RemoteScript:
-        return RemoteScript(
+    def _create_manager(self, name: str, args: SwarmArgs) -> command.remote.Command:
+        manager = args.manager
+        return host_script(
             f"{name}-{manager.name}-init",
-            label=f"{manager.name}: swarm init",
-            connection=manager.connection,
-            create=script_call("host/swarm-init.sh", manager.address),
-            read=script_call("host/swarm-read.sh"),
-            delete=script_call("host/swarm-leave.sh"),
-            # The result holds the join token.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(after), additional_secret_outputs=["result"]),
+            manager.command,
+            "host/swarm-manager.sh",
+            ["init", manager.address],
+            delete_args=["leave"],
+            generation=args.generations.get(manager.name, 0),
+            # Its result holds the join token.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.after), additional_secret_outputs=["stdout"]),
         )
 
-    def _create_worker(
-        self, name: str, worker: RemoteHost, manager: RemoteHost, after: tuple[pulumi.Resource, ...]
-    ) -> RemoteScript:
-        join = RemoteScript(
+    def _create_worker(self, name: str, worker: RemoteHost, args: SwarmArgs) -> command.remote.Command:
+        manager = args.manager
+        join = host_script(
             f"{name}-{worker.name}-join",
-            label=f"{worker.name}: swarm join",
-            connection=worker.connection,
-            create=script_call("host/swarm-join.sh", f"{manager.address}:2377", worker.address),
-            read=script_call("host/swarm-join-read.sh"),
-            delete=script_call("host/swarm-leave.sh"),
-            stdin=self.join_token,
+            worker.command,
+            "host/swarm-worker.sh",
+            ["join", f"{manager.address}:2377", worker.address],
+            delete_args=["leave"],
+            data=self.join_token,
+            generation=args.generations.get(worker.name, 0),
             # A worker cannot be in two swarms: leave before joining again.
-            delete_before_replace=True,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.manager, *after]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.manager, *args.after], delete_before_replace=True),
         )
         # Made after the join, so destroyed before the worker leaves: the manager
         # forgets the node instead of listing it as "down" forever. A worker that left behind
-        # our back joins again as a new node: the membership is made anew and forgets the node
-        # the host was before.
+        # our back joins again as a new node: the membership then forgets the node the host
+        # was before.
         node_id = node_id_of(join)
         host_script(
             f"{name}-{worker.name}-membership",

@@ -8,7 +8,12 @@
 #   in-use ADDRESS     for each container on NETWORK anywhere in the swarm, as the overlay's
 #                      gossip tells a host that has a container on it (those on hosts that
 #                      left the stack's list hold theirs until they are removed)
-#   step STEP N [WHAT] for each step kept inside a running container of the stack (below)
+#   swarm-node ID MANAGER|worker MANAGER_ADDRESS...
+#                      the swarm node this engine is, and the managers it knows
+#   claimed-by OWNER   the stack whose claim (docker volume dslab-claim) this host holds
+#   used-by OWNER      another stack whose containers run here
+#   step STEP N [WHAT] for each step kept on this host or inside a running container of the
+#                      stack (below)
 # Usage: host-facts.sh OWNER NETWORK ADDRESS MTU
 set -euo pipefail
 owner=$1 network=$2 address=$3 want_mtu=$4
@@ -36,9 +41,34 @@ fi
 # No such network here (no container on it yet): nothing in use that this host can see.
 docker network inspect --verbose --format '{{range .Services}}{{range .Tasks}}{{.EndpointIP}}{{"\n"}}{{end}}{{end}}' "$network" 2>/dev/null |
   awk 'NF == 1 {print "in-use", $1}' || true
-# What the program keeps inside this stack's running containers (host/lib/step-mark.sh):
+if [[ "$(docker info --format '{{.Swarm.LocalNodeState}}')" == active ]]; then
+  docker info --format '{{.Swarm.NodeID}} {{.Swarm.ControlAvailable}}{{range .Swarm.RemoteManagers}} {{.Addr}}{{end}}' |
+    awk '{role = ($2 == "true") ? "manager" : "worker"; $2 = role; print "swarm-node", $0}'
+fi
+claim=$(docker volume inspect dslab-claim --format '{{index .Labels "dslab.owner"}}' 2>/dev/null || true)
+[[ -z "$claim" ]] || echo "claimed-by $claim"
+docker ps --all --filter label=dslab.owner --format '{{.Label "dslab.owner"}}' | sort -u |
+  awk -v owner="$owner" 'NF && $0 != owner {print "used-by", $0}'
+
+# What the program keeps on this host and inside this stack's running containers
+# (host/lib/step-mark.sh):
 #   step STEP N         intact as placed with generation N
 #   step STEP N+1 WHAT  not: the next `up` runs the step again, with generation N+1
+report_marks() {  # DIR RUNNER: each mark in DIR, its check run by RUNNER (sh or bash)
+  local dir=$1 runner=$2 mark step generation differs found
+  for mark in "$dir"/*.gen; do
+    [[ -e "$mark" ]] || continue
+    step=$(basename "$mark" .gen) generation=$(cat "$mark")
+    [[ "$generation" =~ ^[0-9]+$ ]] || generation=0
+    if found=$(timeout 15 "$runner" "$dir/$step.check" 2>&1); then
+      echo "step $step $generation"
+    else
+      differs=$(printf '%s\n' "$found" | tail -n 1)
+      echo "step $step $((generation + 1)) ${differs:-its check failed}"
+    fi
+  done
+}
+report_marks ~/.dslab/steps bash  # ~: the passwd entry when HOME is unset
 for id in $(docker ps --quiet --filter "label=dslab.owner=$owner"); do
   docker exec "$id" sh -c '
     cd /opt/dslab/steps 2>/dev/null || exit 0

@@ -18,6 +18,7 @@ REMOTE_SCRIPT = "pulumi-python:dynamic/dslab:RemoteScript"
 DOCKER_CONTAINER = "docker:index/container:Container"
 DOCKER_NETWORK = "docker:index/network:Network"
 DOCKER_PROVIDER = "pulumi:providers:docker"
+DOCKER_VOLUME = "docker:index/volume:Volume"
 REMOTE_COMMAND = "command:remote:Command"
 LOCAL_COMMAND = "command:local:Command"
 
@@ -69,8 +70,8 @@ def fake_result(script: str, name: str) -> dict[str, Any]:
 def fake_results(name: str) -> dict[str, dict[str, Any]]:
     """Host script -> the JSON result it prints for the resource NAME."""
     return {
-        "host/swarm-init.sh": {"join_token": "SWMTKN-1-secret", "node_id": "manager-node"},
-        "host/swarm-join.sh": {"node_id": f"{name}-node"},
+        "host/swarm-manager.sh": {"join_token": "SWMTKN-1-secret", "node_id": "manager-node"},
+        "host/swarm-worker.sh": {"node_id": f"{name}-node"},
         "host/image-build.sh": {"image_id": "sha256:built"},
         "host/image-load.sh": {"image_id": "sha256:built"},
         "host/mesh-keys.sh": {
@@ -88,13 +89,20 @@ def fake_stdout(inputs: dict[str, Any], name: str) -> str:
     of `assets/` fed to `bash -s` (recognised by its text)."""
     if "/opt/dslab/preflight.sh" in str(inputs.get("create", "")):
         return '{"nodes": 2, "busbw_gbps": 3.5, "allreduce": {"backend": "gloo"}}'
-    stdin = str(inputs.get("stdin") or "")
+    stdin = unsecret(inputs.get("stdin"))
     if stdin == (ASSETS_DIR / "operator" / "new-secret.sh").read_text(encoding="utf-8"):
         return "5" * 64
     for script, result in fake_results(name).items():
         if stdin.startswith(script_text(script)):
             return json.dumps(result)
     return ""
+
+
+def unsecret(value: Any) -> str:
+    """A string input as the mocks see it: a secret comes as its wire format, a dict."""
+    if isinstance(value, dict):
+        value = value.get("value")
+    return str(value or "")
 
 
 def new_hosts_answers(command: str) -> str:
@@ -108,7 +116,7 @@ def host_script_of(recorded: Recorded) -> str | None:
     sends on stdin."""
     if recorded.type == REMOTE_SCRIPT:
         return str(recorded.inputs["create"]["script"])
-    stdin = str(recorded.inputs.get("stdin") or "")
+    stdin = unsecret(recorded.inputs.get("stdin"))
     for path in sorted((ASSETS_DIR / "host").glob("*.sh")):
         script = f"host/{path.name}"
         if stdin.startswith(script_text(script)):

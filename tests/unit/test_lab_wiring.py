@@ -12,18 +12,21 @@ import pytest
 import yaml
 
 from components.config import load_stack_file
+from components.host_command import script_text
 from tests.support.credentials import unit_credentials
 from harness.pulumi_cli import REPO
 from tests.support.recording_mocks import (
     DOCKER_CONTAINER,
     DOCKER_NETWORK,
     DOCKER_PROVIDER,
+    DOCKER_VOLUME,
     REMOTE_COMMAND,
     REMOTE_SCRIPT,
     RecordingMocks,
     host_script_of,
     placed_files,
     script_args,
+    step_generation,
 )
 
 
@@ -58,9 +61,8 @@ def test_every_manual_step_of_the_write_up_is_a_resource(mocks: RecordingMocks) 
 
     def check(_: Any) -> None:
         scripts = {r.name: host_script_of(r) for r in mocks.resources.values() if r.type in (REMOTE_SCRIPT, REMOTE_COMMAND)}
-        assert scripts["lab-claim-server1"] == scripts["lab-claim-server2"] == "host/host-claim.sh"
-        assert scripts["lab-swarm-server1-init"] == "host/swarm-init.sh"
-        assert scripts["lab-swarm-server2-join"] == "host/swarm-join.sh"
+        assert scripts["lab-swarm-server1-init"] == "host/swarm-manager.sh"
+        assert scripts["lab-swarm-server2-join"] == "host/swarm-worker.sh"
         assert scripts["lab-image-server1-build"] == "host/image-build.sh", "build-once builds on the manager"
         assert scripts["lab-image-server2-ship"] == "host/image-load.sh", "and ships to the worker"
         assert scripts["lab-mesh-server2-trust"] == "host/container-place-files.sh"
@@ -70,14 +72,18 @@ def test_every_manual_step_of_the_write_up_is_a_resource(mocks: RecordingMocks) 
             r.name: r.type for r in mocks.resources.values() if r.type.startswith(("docker:", "pulumi:providers"))
         }
         assert docker == {
+            "lab-claim-server1": DOCKER_VOLUME,
+            "lab-claim-server2": DOCKER_VOLUME,
             "server1-docker": DOCKER_PROVIDER,
             "server2-docker": DOCKER_PROVIDER,
             "test-net": DOCKER_NETWORK,
             "server1-llm": DOCKER_CONTAINER,
             "server2-llm": DOCKER_CONTAINER,
-        }, "the engines, the overlay and the containers are pulumi-docker resources named as in the write-up"
+        }, "the claims, the engines, the overlay and the containers are pulumi-docker resources"
         commands = {r.name: r.inputs for r in mocks.resources.values() if r.type == REMOTE_COMMAND}
         assert set(commands) == {
+            "lab-swarm-server1-init",
+            "lab-swarm-server2-join",
             "lab-swarm-server2-membership",
             "lab-mesh-server1-keys",
             "lab-mesh-server2-keys",
@@ -88,7 +94,7 @@ def test_every_manual_step_of_the_write_up_is_a_resource(mocks: RecordingMocks) 
             "lab-training-server2-files",
             "lab-training-preflight-check",
             "lab-training-run",
-        }, "the mesh and the run are pulumi-command Commands"
+        }, "the swarm, the mesh and the run are pulumi-command Commands"
 
     return everything_registered(lab).apply(check)
 
@@ -178,10 +184,11 @@ def test_the_join_token_reaches_workers_only_as_a_secret_on_stdin(mocks: Recordi
 
     def check(_: Any) -> None:
         join = mocks.resources["lab-swarm-server2-join"]
-        assert "SWMTKN" not in str(join.inputs["create"]["args"]), "the token is never an argument (ps shows those)"
+        assert "SWMTKN" not in str(join.inputs["create"]), "the token is never an argument (ps shows those)"
         stdin = join.inputs["stdin"]
         secret_marker = "4dabf18193072939515e22adb298388d"  # the wire format of a Pulumi secret
-        assert secret_marker in stdin and stdin["value"] == "SWMTKN-1-secret", "the token travels as a secret"
+        assert secret_marker in stdin, "the token travels as a secret"
+        assert stdin["value"] == script_text("host/swarm-worker.sh") + "SWMTKN-1-secret", "after the script, on stdin"
 
     return everything_registered(lab).apply(check)
 
@@ -470,3 +477,68 @@ def test_a_host_that_cannot_be_asked_for_its_address_fails_up_naming_it(mocks: R
     with pytest.raises(pulumi.RunError, match=r"^server2: server2 \(10.0.18.2:22\) does not answer over SSH \(no reply in 30 s\)\n"):
         build_dev_lab()
     assert not mocks.resources, "before anything is registered"
+
+
+def test_a_host_another_stack_holds_is_refused_before_anything_is_registered(mocks: RecordingMocks) -> None:
+    mocks.answers = (
+        "server1 mtu 1500\nserver1 claimed-by organization/dslab/dev\n"
+        "server2 mtu 1500\nserver2 claimed-by organization/dslab/other\nserver2 used-by organization/dslab/other\n"
+    )
+    with pytest.raises(pulumi.RunError, match=r"^server2: this host is already used by stack 'organization/dslab/other' "):
+        build_dev_lab()
+    assert not mocks.resources, "nothing of this stack touches it"
+
+
+@pulumi.runtime.test
+def test_a_step_the_probe_found_changed_runs_again_in_place_with_the_next_generation(mocks: RecordingMocks) -> Any:
+    mocks.answers = (
+        "server1 mtu 1500\nserver1 step swarm 2\nserver1 step reach 4 the manager container gets no ssh answer from: server2\n"
+        "server2 mtu 1500\nserver2 step trust 3 changed or removed: /root/.ssh/authorized_keys\nserver2 step run-files 1\n"
+    )
+    lab = build_dev_lab()
+
+    def check(_: Any) -> None:
+        generations = {r.name: step_generation(r) for r in mocks.resources.values() if r.type == REMOTE_COMMAND}
+        assert generations["lab-mesh-server2-trust"] == 3, "the changed files are placed again"
+        assert generations["lab-mesh-reach"] == 4, "the silent node is checked again"
+        assert generations["lab-swarm-server1-init"] == 2 and generations["lab-training-server2-files"] == 1, "as left"
+        assert generations["lab-mesh-server1-trust"] == generations["lab-mesh-server2-keys"] == 0, "nothing found: 0"
+        assert generations["lab-training-run"] is None, "training is no kept step: only its triggers run it"
+        trust = mocks.resources["lab-mesh-server2-trust"].inputs
+        assert trust["triggers"] == ["server2-llm-id"], "the generation is no trigger: the step runs in place"
+
+    return everything_registered(lab).apply(check)
+
+
+@pulumi.runtime.test
+def test_a_host_already_in_the_swarm_labels_its_container_with_the_node_the_probe_found(mocks: RecordingMocks) -> Any:
+    # Known before anything runs, so the preview of an unchanged swarm changes no container.
+    mocks.answers = (
+        "server1 mtu 1500\nserver1 swarm-node m1 manager 10.0.18.1:2377\n"
+        "server2 mtu 1500\nserver2 swarm-node w2 worker 10.0.18.1:2377\nserver2 step swarm 0\n"
+    )
+    lab = build_dev_lab()
+
+    def check(_: Any) -> None:
+        labels = {
+            host: {label["label"]: label["value"] for label in mocks.resources[f"{host}-llm"].inputs["labels"]}
+            for host in ("server1", "server2")
+        }
+        assert labels["server1"]["dslab.swarm-node"] == "m1" and labels["server2"]["dslab.swarm-node"] == "w2"
+
+    return everything_registered(lab).apply(check)
+
+
+@pulumi.runtime.test
+def test_a_worker_the_probe_found_outside_its_swarm_takes_the_node_its_join_makes(mocks: RecordingMocks) -> Any:
+    mocks.answers = (
+        "server1 mtu 1500\nserver1 swarm-node m1 manager 10.0.18.1:2377\n"
+        "server2 mtu 1500\nserver2 swarm-node w9 worker 10.0.99.1:2377\n"
+    )
+    lab = build_dev_lab()
+
+    def check(_: Any) -> None:
+        labels = {label["label"]: label["value"] for label in mocks.resources["server2-llm"].inputs["labels"]}
+        assert labels["dslab.swarm-node"] == "lab-swarm-server2-join-node", "in another swarm: the join's node"
+
+    return everything_registered(lab).apply(check)

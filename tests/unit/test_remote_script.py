@@ -17,6 +17,7 @@ import pytest
 from pulumi.dynamic import CreateResult, ReadResult, UpdateResult
 
 from components import remote_script
+from components.host_command import script_text
 from components.paths import ASSETS_DIR
 from components.remote_script import (
     REPLACING_INPUTS,
@@ -454,8 +455,8 @@ def test_an_include_line_is_replaced_by_the_shared_file_before_the_script_travel
 
 
 def test_the_swarm_scripts_carry_the_gossip_port_check() -> None:
-    for script in ("host/swarm-init.sh", "host/swarm-join.sh", "host/swarm-leave.sh"):
-        assert "wait_for_gossip_port_free() {" in script_argv(None, {"script": script})[2], script
+    for script in ("host/swarm-manager.sh", "host/swarm-worker.sh"):
+        assert "wait_for_gossip_port_free() {" in script_text(script), script
 
 
 # --- errors as the user reads them -----------------------------------------------------------

@@ -28,3 +28,20 @@ mark_check() {
     mkdir -p "$dir" && cd "$dir" && printf "%s\n" "$check" >"$step.check" && rm -f "$step.sha256" && echo "$generation" >"$step.gen"
   ' "$2" "$STEP_DIR" "${DSLAB_GEN:-0}" "$3"
 }
+
+# A step that keeps something on the host itself (the swarm membership) marks it here, the
+# same way; its delete removes the mark.
+HOST_STEP_DIR=~/.dslab/steps  # ~: the passwd entry when HOME is unset
+
+# mark_host_check STEP COMMAND: COMMAND (run by bash on the host) checks the step.
+mark_host_check() {
+  mkdir -p "$HOST_STEP_DIR"
+  printf '%s\n' "$2" >"$HOST_STEP_DIR/$1.check"
+  echo "${DSLAB_GEN:-0}" >"$HOST_STEP_DIR/$1.gen"
+}
+
+# unmark_host STEP: the step's work is undone.
+unmark_host() {
+  rm -f "$HOST_STEP_DIR/$1.check" "$HOST_STEP_DIR/$1.gen"
+  rmdir "$HOST_STEP_DIR" "$(dirname "$HOST_STEP_DIR")" 2>/dev/null || true
+}
