@@ -1,0 +1,66 @@
+"""assets/host/deepspeed-launch.sh as the run's Command runs it, here with a stand-in `docker
+exec` (tests/assets/test_place_files.py) and a stand-in run-deepspeed.sh in the folder
+standing for the container's root: the Command's error holds what the run said and the log's
+last lines, never the whole log, which stays in the container."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from components.host_command import script_text
+from tests.assets.test_place_files import STAND_IN_DOCKER
+
+RUN = "/opt/dslab/run"
+
+# Writes 500 log lines, then a status, and exits as told: what run-deepspeed.sh leaves.
+STAND_IN_RUN = """#!/bin/bash
+log="" status=""
+while [[ $1 != -- ]]; do case $1 in --log) log=$2; shift 2;; --status) status=$2; shift 2;; *) shift;; esac; done
+for n in $(seq 0 499); do echo "server1: step $n loss=0.$n"; done >"$log"
+echo "server1: dslab: finished steps=500 final_loss=0.1" >>"$log"
+if [[ $EXIT == 0 ]]; then echo succeeded >"$status"; else echo "failed rc=$EXIT" >"$status"; fi
+echo "run-deepspeed.sh: the run said this" >&2
+exit "$EXIT"
+"""
+
+
+def launch(tmp_path: Path, action: str, exit_code: int = 0) -> subprocess.CompletedProcess[str]:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "docker").write_text(STAND_IN_DOCKER)
+    (bin_dir / "docker").chmod(0o755)
+    scripts = tmp_path / "root/opt/dslab"
+    (scripts / "run").mkdir(parents=True, exist_ok=True)
+    (scripts / "run-deepspeed.sh").write_text(STAND_IN_RUN)
+    (scripts / "run-deepspeed.sh").chmod(0o755)
+    argv = [action, "llm", "/opt/dslab", RUN, "wait", "1800", "-", "--", "deepspeed", "train.py"]
+    return subprocess.run(
+        ["bash", "-s", "--", *argv], input=script_text("host/deepspeed-launch.sh"), capture_output=True, text=True,
+        env={"PATH": f"{bin_dir}:/usr/bin:/bin", "ROOT": str(tmp_path / "root"), "EXIT": str(exit_code)},
+        timeout=30,
+    )  # fmt: skip
+
+
+def test_a_failed_run_shows_the_last_lines_of_its_log_not_all_of_it(tmp_path: Path) -> None:
+    ran = launch(tmp_path, "run", exit_code=1)
+    assert ran.returncode == 1
+    said = ran.stdout + ran.stderr
+    assert "run-deepspeed.sh: the run said this" in said
+    assert "server1: dslab: finished steps=500" in said and "server1: step 480 " not in said, "the last 15 lines only"
+    assert f"training failed (exit 1, status: failed rc=1); the whole log is llm:{RUN}/train.log" in said
+    assert len(said.splitlines()) < 25
+
+
+def test_a_finished_run_reports_its_summary_and_the_report_says_it_again_without_running(tmp_path: Path) -> None:
+    ran = launch(tmp_path, "run")
+    assert ran.returncode == 0, ran.stderr
+    result = json.loads(ran.stdout.splitlines()[-1])
+    assert result["status"] == "succeeded" and result["summary"] == "server1: dslab: finished steps=500 final_loss=0.1"
+    assert ran.stderr.splitlines()[-1] == f"training succeeded; the log is llm:{RUN}/train.log"
+    log = tmp_path / f"root{RUN}/train.log"
+    log.write_text(log.read_text() + "left as it was\n")
+    reported = launch(tmp_path, "report")
+    assert reported.returncode == 0 and json.loads(reported.stdout.splitlines()[-1]) == result
+    assert log.read_text().endswith("left as it was\n"), "report runs nothing"
