@@ -510,6 +510,11 @@ def test_a_step_the_probe_found_changed_runs_again_in_place_with_the_next_genera
     return everything_registered(lab).apply(check)
 
 
+def swarm_node_label(mocks: RecordingMocks, host: str) -> str:
+    labels = {label["label"]: label["value"] for label in mocks.resources[f"{host}-llm"].inputs["labels"]}
+    return str(labels["dslab.swarm-node"])
+
+
 @pulumi.runtime.test
 def test_a_host_already_in_the_swarm_labels_its_container_with_the_node_the_probe_found(mocks: RecordingMocks) -> Any:
     # Known before anything runs, so the preview of an unchanged swarm changes no container.
@@ -520,11 +525,7 @@ def test_a_host_already_in_the_swarm_labels_its_container_with_the_node_the_prob
     lab = build_dev_lab()
 
     def check(_: Any) -> None:
-        labels = {
-            host: {label["label"]: label["value"] for label in mocks.resources[f"{host}-llm"].inputs["labels"]}
-            for host in ("server1", "server2")
-        }
-        assert labels["server1"]["dslab.swarm-node"] == "m1" and labels["server2"]["dslab.swarm-node"] == "w2"
+        assert swarm_node_label(mocks, "server1") == "m1" and swarm_node_label(mocks, "server2") == "w2"
 
     return everything_registered(lab).apply(check)
 
@@ -538,7 +539,6 @@ def test_a_worker_the_probe_found_outside_its_swarm_takes_the_node_its_join_make
     lab = build_dev_lab()
 
     def check(_: Any) -> None:
-        labels = {label["label"]: label["value"] for label in mocks.resources["server2-llm"].inputs["labels"]}
-        assert labels["dslab.swarm-node"] == "lab-swarm-server2-join-node", "in another swarm: the join's node"
+        assert swarm_node_label(mocks, "server2") == "lab-swarm-server2-join-node", "in another swarm: the join's node"
 
     return everything_registered(lab).apply(check)
