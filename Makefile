@@ -14,7 +14,7 @@ export DSLAB_SOURCE_MIRROR := $(abspath ../shared/third_party)
 endif
 endif
 
-.PHONY: help venv dev-tools engine toolchain hosts-up hosts-down hosts-status demo demo-down demo-purge test test-unit test-e2e test-faults check bench
+.PHONY: help venv dev-tools engine toolchain hosts-up hosts-down hosts-status demo demo-down demo-purge upgrade test test-unit test-e2e test-faults check bench
 
 help:
 	@echo "make demo        start 2 simulated hosts and run 'pulumi up' on the dev stack"
@@ -24,6 +24,7 @@ help:
 	@echo "make test-unit   the fast tests only (no engine needed)"
 	@echo "make test-faults the fault, drift and secrets scenarios on the simulator (docs/reliability.md)"
 	@echo "make bench       measure lifecycle and network on the simulator (bench/results.json; BENCH_ARGS=--help)"
+	@echo "make upgrade     take over a stack an older version made (STACK=$(STACK)), before its first up"
 	@echo "make toolchain   build or reuse the Pulumi CLI, language host and plugins"
 	@echo "make hosts-up    start the simulated hosts (HOSTS=$(HOSTS)); hosts-down, hosts-status"
 
@@ -62,6 +63,10 @@ demo: toolchain hosts-up
 	@echo "Look around:  source toolchain/env.sh && pulumi stack output shell_command --stack $(STACK)"
 	@echo "              ssh -F .simhosts/ssh_config server1 docker ps"
 	@echo "Tear down:    make demo-down"
+
+# A stack made by an older dslab (README: Upgrading a running stack), before its first `up`.
+upgrade: venv toolchain
+	source toolchain/env.sh && $(PY) assets/operator/forget-retired.py $(STACK)
 
 demo-down: toolchain
 	$(PULUMI) destroy --yes --stack $(STACK)

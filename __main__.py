@@ -4,16 +4,13 @@ from pathlib import Path
 
 import pulumi
 
+from components.command_connection import read_operator_credentials
+from components.config import load_pulumi_config
 from components.interrupt import end_quietly_on_interrupt
-from components.provider_start import start_dynamic_provider
+from components.lab import Lab
+from components.local_files import require_local_files
 
 end_quietly_on_interrupt()
-start_dynamic_provider()  # first: the provider starts while the imports below are read
-
-from components.command_connection import read_operator_credentials  # noqa: E402
-from components.config import load_pulumi_config  # noqa: E402
-from components.lab import Lab  # noqa: E402
-from components.local_files import require_local_files  # noqa: E402
 
 config = load_pulumi_config()
 require_local_files(config, Path.cwd())  # before any host is touched

@@ -19,6 +19,7 @@ import shlex
 import shutil
 import statistics
 import subprocess
+import tarfile
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -28,11 +29,10 @@ from typing import Any
 
 import yaml
 
-from components.build_context import build_args, context_entries, image_tag
+from components.build_context import build_args, context_dir, context_entries, image_tag
 from components.config import load_stack_file
 from components.container_spec import container_spec, docker_run_args
 from components.overlay_network import driver_mtu_option
-from components.remote_script import archive_bytes
 from harness.pulumi_cli import REPO, PulumiCli
 from harness.stack_project import Stack, project_copy
 
@@ -122,9 +122,11 @@ class Floor:
         image = config.image
         entries = context_entries(image, stack.cli.project_dir)
         arguments = build_args(image)
-        self.tag = f"{image_tag(image, entries)}-floor"
+        tag = image_tag(image, entries)
+        self.tag = f"{tag}-floor"
         self.context = work / "context.tar"
-        self.context.write_bytes(archive_bytes(entries))
+        with tarfile.open(self.context, "w") as tar:
+            tar.add(context_dir(entries, tag), arcname=".")
         self.build_flags = [f"--build-arg={key}={value}" for key, value in sorted(arguments.items())]
         plan = config.address_plan()
         self.network = [config.network.name, config.network.subnet, plan.ip_range, plan.gateway]
@@ -177,8 +179,8 @@ def keep_build_cache(stack: BenchStack) -> None:
     stack.destroy()
 
 
-# The CLI's line for a finished image copy: "... RemoteScript lab-image-server2-ship created (81.2s)".
-SHIP_CREATED = re.compile(r"RemoteScript \S+-ship created \((\d+(?:\.\d+)?)s\)")
+# The CLI's line for a finished image copy: "... command:local:Command lab-image-server2-ship created (81.2s)".
+SHIP_CREATED = re.compile(r"Command \S+-ship created \((\d+(?:\.\d+)?)s\)")
 
 
 def longest_ship(output: str) -> float:

@@ -1,4 +1,5 @@
-"""The training image's build context: which local files go in it, and its content hash.
+"""The training image's build context: which local files go in it, its content hash, and the
+directory that holds it for the engine's build.
 
 The hash names the image tag, so the image is rebuilt (and the containers replaced)
 exactly when an input changes, and never otherwise.
@@ -7,6 +8,10 @@ exactly when an input changes, and never otherwise.
 from __future__ import annotations
 
 import hashlib
+import os
+import shutil
+import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +33,7 @@ def llamafactory_constraints(release: str) -> Path:
 
 
 def context_entries(image: ImageConfig, project_dir: Path) -> dict[str, dict[str, Any]]:
-    """Archive name -> `{"path": local path}` or `{"content": text}`, as RemoteScript takes it."""
+    """Name in the context -> `{"path": local file or directory}` or `{"content": text}`."""
     entries: dict[str, dict[str, Any]] = {
         "Dockerfile": {"path": str(ASSETS_DIR / "image" / f"Dockerfile.{image.variant}")},
         "requirements.txt": {"content": "".join(f"{line}\n" for line in image.pip_requirements)},
@@ -94,3 +99,50 @@ def image_tag(image: ImageConfig, entries: dict[str, dict[str, Any]]) -> str:
 def ipsec_image_tag(image: ImageConfig, entries: dict[str, dict[str, Any]]) -> str:
     """The IPsec image's tag, beside the training image's: `name-ipsec:<content hash>`."""
     return f"{image.tag}-ipsec:{context_hash(entries, {'BASE_IMAGE': image.base_image})}"
+
+
+CONTEXT_KEEP_DAYS = 14
+"""A context directory no stack has used for this long is removed when another is made."""
+
+
+def contexts_dir() -> Path:
+    """Where build contexts are kept: this user's cache, outside any checkout."""
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "dslab" / "build-contexts"
+
+
+def context_dir(entries: dict[str, dict[str, Any]], tag: str) -> Path:
+    """The context as a directory named by the tag's content hash: `docker.RemoteImage` sends
+    a directory to the engine, and a name that changes exactly when the content does is what
+    tells it to build again. Made once (whole, or not at all), reused by every later run."""
+    parent = contexts_dir()
+    target = parent / tag.replace("/", "_").replace(":", "-")
+    if target.is_dir():
+        os.utime(target)  # in use: not pruned
+        return target
+    parent.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=parent))
+    try:
+        for name, entry in entries.items():
+            destination = partial / name
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            if "content" in entry:
+                destination.write_text(entry["content"], encoding="utf-8")
+            elif Path(entry["path"]).is_dir():
+                shutil.copytree(entry["path"], destination)
+            else:
+                shutil.copy2(entry["path"], destination)
+        partial.rename(target)
+    except OSError:
+        shutil.rmtree(partial, ignore_errors=True)
+        if not target.is_dir():  # else another run made it first
+            raise
+    _prune(parent, keep=target)
+    return target
+
+
+def _prune(parent: Path, keep: Path) -> None:
+    oldest = time.time() - CONTEXT_KEEP_DAYS * 86400
+    for path in parent.iterdir():
+        if path != keep and path.is_dir() and path.stat().st_mtime < oldest:
+            shutil.rmtree(path, ignore_errors=True)

@@ -16,9 +16,14 @@ from pydantic import SecretStr
 from components.config import Host, OperatorConfig
 
 
+def ssh_destination(host: Host) -> str:
+    """`user@address:port`, as our operator scripts take a host."""
+    return f"{host.ssh_user}@{host.address}:{host.ssh_port}"
+
+
 def docker_host_url(host: Host) -> str:
     """The engine's address for the docker CLI: `ssh://user@address:port`."""
-    return f"ssh://{host.ssh_user}@{host.address}:{host.ssh_port}"
+    return f"ssh://{ssh_destination(host)}"
 
 
 def docker_ssh_opts(private_key_path: str, known_hosts_path: str) -> list[str]:

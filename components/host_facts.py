@@ -23,7 +23,7 @@ import pulumi
 import pulumi_command as command
 
 from components.config import Host, LabConfig
-from components.host_engine import docker_ssh_opts, private_key_file
+from components.host_engine import docker_ssh_opts, private_key_file, ssh_destination
 from components.paths import ASSETS_DIR
 from components.unreachable import cannot_reach
 
@@ -156,7 +156,7 @@ def parse_answers(
 def ask_command(config: LabConfig, owner: str, want_mtu: bool) -> str:
     """ask-hosts.sh's command line: every host of the stack, the operator's ssh options."""
     operator = config.operator
-    hosts = [f"{host.name}={host.ssh_user}@{host.address}:{host.ssh_port}" for host in config.hosts]
+    hosts = [f"{host.name}={ssh_destination(host)}" for host in config.hosts]
     options = docker_ssh_opts(private_key_file(operator), operator.known_hosts_path)
     return shlex.join(
         [

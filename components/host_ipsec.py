@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
 
 import pulumi
 import pulumi_command as command
+import pulumi_docker as docker
 
 from components.connection import RemoteHost
+from components.host_command import host_script
 from components.image import TrainingImage, TrainingImageArgs
 from components.naming import component_type
 from components.paths import ASSETS_DIR
-from components.remote_script import RemoteScript, script_call
 
 ROUTE_TABLE = 4789
 """Routing table (and rule priority) that sends VXLAN to a peer into the tunnel."""
@@ -20,29 +20,34 @@ ROUTE_TABLE = 4789
 TUNNEL_WAIT_SECONDS = 90
 """How long a host waits for its tunnels: a peer's container may start a little later."""
 
+IPSEC_IMAGE_STEP = "ipsec-image"
+"""The IPsec image's shipped copy, as the hosts' probe names it."""
+
+PSK_PATH = "/etc/swanctl/dslab.psk"
+"""Where assets/ipsec/ipsec-peers.sh reads the pre-shared key."""
+
 
 @dataclass(frozen=True)
 class HostIpsecArgs:
     hosts: tuple[RemoteHost, ...]
-    """Manager first: with build-once the image is built there."""
+    """Manager first, as the image's hosts."""
+    engines: dict[str, docker.Provider]
     container_name: str
-    image_tag: str
-    image_context: dict[str, dict[str, Any]]
-    image_build_args: dict[str, str]
-    distribution: Literal["every-host", "build-once"]
+    image: TrainingImageArgs
+    """The IPsec image (assets/ipsec/)."""
     tunnel_mtu: pulumi.Input[int]
     """Largest packet the tunnel takes: the overlay's MTU plus the VXLAN header."""
-    after: tuple[pulumi.Resource, ...] = ()
-    """What must exist before any host is touched (the host claims)."""
 
 
 class HostIpsec(pulumi.ComponentResource):
     """Creates the lab's pre-shared key (a local Command on this machine, secret), the IPsec
-    image on every host (a TrainingImage of `assets/ipsec/`), and per host a RemoteScript that
-    runs its IPsec container and waits for the tunnel to every other host.
+    image on every host (a TrainingImage of `assets/ipsec/`), and per host its IPsec container
+    (a `docker.Container` on the host's network, the key uploaded as a 0600 file) and a Command
+    that waits for its tunnel to every other host; that Command's delete removes the routing
+    rules the container leaves behind.
 
     Attributes:
-        per_host: host name -> its IPsec container resource (what its training container waits for).
+        per_host: host name -> its tunnels' Command (what its training container waits for).
     """
 
     def __init__(self, name: str, args: HostIpsecArgs, opts: pulumi.ResourceOptions | None = None) -> None:
@@ -57,45 +62,42 @@ class HostIpsec(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, additional_secret_outputs=["stdout"]),
         )
         psk: pulumi.Output[str] = pulumi.Output.secret(key.stdout)
-        image = TrainingImage(
-            f"{name}-image",
-            TrainingImageArgs(
-                hosts=args.hosts,
-                tag=args.image_tag,
-                context=args.image_context,
-                build_args=args.image_build_args,
-                distribution=args.distribution,
-                after=args.after,
-            ),
-            pulumi.ResourceOptions(parent=self),
-        )
-        self.per_host = {host.name: self._run(name, host, args, psk, image) for host in args.hosts}
+        self.image = TrainingImage(f"{name}-image", args.image, pulumi.ResourceOptions(parent=self))
+        self.per_host = {host.name: self._tunnels(name, host, args, psk) for host in args.hosts}
         self.register_outputs({})
 
-    def _run(
-        self, name: str, host: RemoteHost, args: HostIpsecArgs, psk: pulumi.Output[str], image: TrainingImage
-    ) -> RemoteScript:
+    def _tunnels(self, name: str, host: RemoteHost, args: HostIpsecArgs, psk: pulumi.Output[str]) -> command.remote.Command:
         peers = [other.address for other in args.hosts if other.name != host.name]
-        built = image.per_host[host.name]
-        return RemoteScript(
+        image = self.image.per_host[host.name]
+        container = docker.Container(
             f"{name}-{host.name}",
-            label=f"{host.name}: IPsec with {len(peers)} peer(s)",
-            connection=host.connection,
-            create=script_call(
-                "host/ipsec-run.sh",
-                args.container_name,
-                args.image_tag,
-                host.address,
-                pulumi.Output.from_input(args.tunnel_mtu).apply(str),
-                str(ROUTE_TABLE),
-                str(TUNNEL_WAIT_SECONDS),
-                *peers,
+            name=args.container_name,
+            image=self.image.ids[host.name],
+            command=[
+                "up", host.address, pulumi.Output.from_input(args.tunnel_mtu).apply(str), str(ROUTE_TABLE), *peers
+            ],  # fmt: skip
+            network_mode="host",
+            capabilities=docker.ContainerCapabilitiesArgs(adds=["NET_ADMIN"]),
+            devices=[docker.ContainerDeviceArgs(host_path="/dev/net/tun")],
+            restart="unless-stopped",
+            uploads=[docker.ContainerUploadArgs(file=PSK_PATH, content=psk, permissions="0600")],
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                provider=args.engines[host.name],
+                depends_on=[image],
+                additional_secret_outputs=["uploads"],
+                # Same container name: the old one must go before the new one starts.
+                delete_before_replace=True,
             ),
-            stdin=psk,
-            read=script_call("host/ipsec-read.sh", args.container_name),
-            delete=script_call("host/ipsec-remove.sh", args.container_name, args.image_tag, str(ROUTE_TABLE)),
-            triggers=[built.result.apply(lambda result: str(result["image_id"]))],
-            # Same container name: the old one must go before the new one starts.
-            delete_before_replace=True,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[built]),
+        )
+        # The container in the command line, not a trigger: a new container is waited for again
+        # in place, and the rules stay; only destroy (or IPsec turned off) runs the delete, once
+        # no training container is left to send over the tunnels.
+        return host_script(
+            f"{name}-{host.name}-tunnels",
+            host.command,
+            "host/ipsec-tunnels.sh",
+            ["wait", container.id, host.address, str(TUNNEL_WAIT_SECONDS), *peers],
+            delete_args=["down", args.image.tag, str(ROUTE_TABLE)],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[container]),
         )

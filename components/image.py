@@ -1,37 +1,66 @@
-"""TrainingImage: the training image on every host, built there or built once and shipped."""
+"""TrainingImage: an image on every host, built there or built once and shipped."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Literal
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
 
 import pulumi
+import pulumi_command as command
+import pulumi_docker as docker
 
-from components.connection import RemoteHost
+from components.host_command import script_text
 from components.naming import component_type
-from components.remote_script import RemoteScript, script_call
+from components.paths import ASSETS_DIR
+
+SHIP_SCRIPT = ASSETS_DIR / "operator" / "image-ship.sh"
+MARK_SCRIPT = "host/image-mark.sh"
+IMAGE_STEP = "image"
+"""The training image's shipped copy, as the hosts' probe names it."""
+
+
+@dataclass(frozen=True)
+class ImageHost:
+    """A host as the image sees it: its engine, and how ssh reaches it from this machine."""
+
+    name: str
+    engine: docker.Provider
+    ssh_destination: str
+    """`user@address:port`."""
 
 
 @dataclass(frozen=True)
 class TrainingImageArgs:
-    hosts: tuple[RemoteHost, ...]
+    hosts: tuple[ImageHost, ...]
     """Manager first: with build-once it builds there."""
     tag: str
     """Full tag, `name:<content hash>`: a new tag exactly when an input changed."""
-    context: dict[str, dict[str, Any]]
-    """Build context entries, see components.build_context."""
+    context_dir: Path
+    """The build context, with its Dockerfile (components.build_context.context_dir)."""
     build_args: dict[str, str]
     distribution: Literal["every-host", "build-once"]
+    step: str
+    """The hosts' probe's name for a shipped copy (components.host_facts)."""
+    ssh_options: tuple[str, ...]
+    """How this machine's ssh reaches the hosts (components.host_engine.docker_ssh_opts)."""
+    generations: dict[str, int] = field(default_factory=dict)
+    """Host name -> its shipped copy's generation, from the probe (0: not made yet)."""
     after: tuple[pulumi.Resource, ...] = ()
     """What must exist before any host is touched (the host claims)."""
 
 
 class TrainingImage(pulumi.ComponentResource):
-    """Creates, per host, a RemoteScript that builds the image (every-host) or, except on
-    the manager, one that copies the manager's image over (build-once).
+    """Creates, per host, a `docker.RemoteImage` that the host's engine builds (every-host) or,
+    except on the manager, a local Command that copies the manager's image over and marks it for
+    the probe (build-once): a copy removed behind our back is shipped again by the next `up`.
 
     Outputs:
         image_ids: host name -> the image id on that host.
+
+    Attributes:
+        ids: host name -> the image id on that host, each its own output.
     """
 
     image_ids: pulumi.Output[dict[str, str]]
@@ -40,40 +69,53 @@ class TrainingImage(pulumi.ComponentResource):
         super().__init__(component_type("TrainingImage"), name, None, opts)
         self.tag = args.tag
         builder = args.hosts[0]
-        self.per_host: dict[str, RemoteScript] = {builder.name: self._build(name, builder, args)}
+        built = self._build(name, builder, args)
+        self.per_host: dict[str, pulumi.Resource] = {builder.name: built}
+        ids: dict[str, pulumi.Output[str]] = {builder.name: built.image_id}
         for host in args.hosts[1:]:
             if args.distribution == "every-host":
-                self.per_host[host.name] = self._build(name, host, args)
+                image = self._build(name, host, args)
+                self.per_host[host.name], ids[host.name] = image, image.image_id
             else:
-                self.per_host[host.name] = self._ship(name, builder, host, args)
-        self.image_ids = pulumi.Output.all(
-            **{host: image.result.apply(lambda result: str(result["image_id"])) for host, image in self.per_host.items()}
-        )
+                # A loaded image keeps its id: the builder's, known to the preview.
+                self.per_host[host.name], ids[host.name] = self._ship(name, builder, host, built, args), built.image_id
+        self.ids = ids
+        self.image_ids = pulumi.Output.all(**ids)
         self.register_outputs({"image_ids": self.image_ids})
 
-    def _build(self, name: str, host: RemoteHost, args: TrainingImageArgs) -> RemoteScript:
-        build_flags = [f"--build-arg={key}={value}" for key, value in sorted(args.build_args.items())]
-        return RemoteScript(
+    def _build(self, name: str, host: ImageHost, args: TrainingImageArgs) -> docker.RemoteImage:
+        return docker.RemoteImage(
             f"{name}-{host.name}-build",
-            label=f"{host.name}: image {args.tag}",
-            connection=host.connection,
-            create=script_call("host/image-build.sh", args.tag, *build_flags),
-            stdin_archive=args.context,
-            read=script_call("host/image-read.sh", args.tag),
-            delete=script_call("host/image-remove.sh", args.tag),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.after)),
+            name=args.tag,
+            build=docker.RemoteImageBuildArgs(
+                context=str(args.context_dir),
+                dockerfile=str(args.context_dir / "Dockerfile"),
+                build_args=args.build_args,
+            ),
+            keep_locally=False,
+            opts=pulumi.ResourceOptions(parent=self, provider=host.engine, depends_on=list(args.after)),
         )
 
-    def _ship(self, name: str, builder: RemoteHost, host: RemoteHost, args: TrainingImageArgs) -> RemoteScript:
-        tag = args.tag
-        # `docker save` on the builder piped into `docker load` on the host, through this machine.
-        return RemoteScript(
+    def _ship(
+        self, name: str, builder: ImageHost, host: ImageHost, built: docker.RemoteImage, args: TrainingImageArgs
+    ) -> command.local.Command:
+        script = ["bash", str(SHIP_SCRIPT)]
+        generation = args.generations.get(host.name, 0)
+        return command.local.Command(
             f"{name}-{host.name}-ship",
-            label=f"{host.name}: image {tag} from {builder.name}",
-            connection=host.connection,
-            create=script_call("host/image-load.sh", tag),
-            pipe_from={"connection": builder.connection, "create": script_call("host/image-save.sh", tag)},
-            read=script_call("host/image-read.sh", tag),
-            delete=script_call("host/image-remove.sh", tag),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.per_host[builder.name], *args.after]),
+            create=built.image_id.apply(
+                lambda image_id: shlex.join(
+                    [
+                        "env", f"DSLAB_GEN={generation}", *script, "ship", args.tag, args.step, image_id,
+                        builder.ssh_destination, host.ssh_destination, "--", *args.ssh_options,
+                    ]
+                )  # fmt: skip
+            ),
+            delete=shlex.join([*script, "remove", args.tag, args.step, host.ssh_destination, "--", *args.ssh_options]),
+            stdin=script_text(MARK_SCRIPT),
+            logging=command.local.Logging.STDERR,
+            add_previous_output_in_env=False,
+            # A new tag ships anew, then the old copy goes (after the containers that use it).
+            triggers=[args.tag],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[built, *args.after]),
         )

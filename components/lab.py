@@ -11,17 +11,24 @@ from typing import Any
 
 import pulumi
 
-from components.build_context import build_args, context_entries, image_tag, ipsec_context_entries, ipsec_image_tag
+from components.build_context import (
+    build_args,
+    context_dir,
+    context_entries,
+    image_tag,
+    ipsec_context_entries,
+    ipsec_image_tag,
+)
 from components.config import LabConfig
 from components.command_connection import OperatorCredentials
 from components.connection import RemoteHost, remote_host
 from components.container_spec import container_spec
 from components.host_facts import read_host_facts
-from components.host_engine import host_engine
+from components.host_engine import docker_ssh_opts, host_engine, private_key_file, ssh_destination
 from components.deepspeed_launch import RUN_FILES_STEP, DeepSpeedLaunch, DeepSpeedLaunchArgs
 from components.host_claim import HostClaims, HostClaimsArgs
-from components.host_ipsec import HostIpsec, HostIpsecArgs
-from components.image import TrainingImage, TrainingImageArgs
+from components.host_ipsec import IPSEC_IMAGE_STEP, HostIpsec, HostIpsecArgs
+from components.image import IMAGE_STEP, ImageHost, TrainingImage, TrainingImageArgs
 from components.input_check import InputCheck, InputCheckArgs
 from components.local_copy import LocalCopy, LocalCopyArgs
 from components.loss_plot import loss_plot_copy, loss_plot_in_container
@@ -75,7 +82,7 @@ class Lab(pulumi.ComponentResource):
         super().__init__(component_type("Lab"), name, None, opts)
         self.config = config
         self.hosts: dict[str, RemoteHost] = {
-            host.name: remote_host(host, config.operator, credentials) for host in config.hosts
+            host.name: remote_host(host, credentials) for host in config.hosts
         }
         self.nodes = tuple(self.hosts[host.name] for host in config.hosts_manager_first)
         """Every host, the manager first: the order steps on every host run in."""
@@ -162,15 +169,14 @@ class Lab(pulumi.ComponentResource):
             f"{name}-ipsec",
             HostIpsecArgs(
                 hosts=self.nodes,
+                engines=self.engines,
                 container_name=f"{self.config.container.name}-ipsec",
-                image_tag=ipsec_image_tag(image, entries),
-                image_context=entries,
-                image_build_args={"BASE_IMAGE": image.base_image},
-                distribution=image.distribution,
+                image=self._image_args(
+                    IPSEC_IMAGE_STEP, ipsec_image_tag(image, entries), entries, {"BASE_IMAGE": image.base_image}
+                ),
                 # A configured network.mtu may ask for more than the tunnel takes: VXLAN
                 # packets are then fragmented before they enter it.
                 tunnel_mtu=network.mtu.apply(lambda mtu: min(mtu + VXLAN_OVERHEAD, LIBIPSEC_MTU)),
-                after=self.claims.resources,
             ),
             pulumi.ResourceOptions(parent=self),
         )
@@ -180,15 +186,27 @@ class Lab(pulumi.ComponentResource):
         entries = context_entries(image, project_dir)
         return TrainingImage(
             f"{name}-image",
-            TrainingImageArgs(
-                hosts=self.nodes,
-                tag=image_tag(image, entries),
-                context=entries,
-                build_args=build_args(image),
-                distribution=image.distribution,
-                after=self.claims.resources,
-            ),
+            self._image_args(IMAGE_STEP, image_tag(image, entries), entries, build_args(image)),
             pulumi.ResourceOptions(parent=self),
+        )
+
+    def _image_args(
+        self, step: str, tag: str, entries: dict[str, dict[str, Any]], args: dict[str, str]
+    ) -> TrainingImageArgs:
+        operator = self.config.operator
+        by_name = {host.name: host for host in self.config.hosts}
+        return TrainingImageArgs(
+            hosts=tuple(
+                ImageHost(node.name, self.engines[node.name], ssh_destination(by_name[node.name])) for node in self.nodes
+            ),
+            tag=tag,
+            context_dir=context_dir(entries, tag),
+            build_args=args,
+            distribution=self.config.image.distribution,
+            step=step,
+            ssh_options=tuple(docker_ssh_opts(private_key_file(operator), operator.known_hosts_path)),
+            generations={node.name: self.facts.generation(node.name, step) for node in self.nodes},
+            after=self.claims.resources,
         )
 
     def _create_input_check(self, name: str) -> InputCheck | None:
@@ -226,7 +244,7 @@ class Lab(pulumi.ComponentResource):
             NodeContainerArgs(
                 host_name=host_name,
                 spec=container_spec(self.config, host, self.image.tag, owner, self.plan),
-                image_id=image.result.apply(lambda result: str(result["image_id"])),
+                image_id=self.image.ids[host_name],
                 network_id=self.network.network_id if self.network is not None else None,
                 swarm_node=self.swarm.node_ids[host_name] if self.swarm is not None else None,
             ),

@@ -1,5 +1,4 @@
-"""How every step names a host that ssh cannot reach (one wording for the Commands' probe and
-the RemoteScripts)."""
+"""How the hosts' probe names a host that ssh cannot reach (one wording wherever it is said)."""
 
 from __future__ import annotations
 

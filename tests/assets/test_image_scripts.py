@@ -1,6 +1,6 @@
-"""assets/host/image-build.sh and image-load.sh, run here with a stand-in `docker` that prints
-what a classic build prints: the user sees the step a long build is at, every few seconds,
-and the whole output only when the build fails. The real engines run them in tests/e2e."""
+"""assets/operator/image-ship.sh (with host/image-mark.sh on its stdin, as the ship Command runs
+it), here with a stand-in `ssh` that runs the host's command in a folder standing for that host
+and a stand-in `docker` that keeps images as files. The real engines run it in tests/e2e."""
 
 from __future__ import annotations
 
@@ -9,104 +9,117 @@ import subprocess
 import time
 from pathlib import Path
 
-from components.remote_script import script_argv
+from components.host_command import script_text
+from components.image import MARK_SCRIPT, SHIP_SCRIPT
 
-# As RemoteScript runs them: with the shell they include (`# dslab:include`) in their text.
-IMAGE_BUILD = "host/image-build.sh"
+TAG = "dslab/train:abc"
+BUILDER, WORKER = "root@10.0.0.1:22", "root@10.0.0.2:2222"
 
-BUILD_OUTPUT = """Sending build context to Docker daemon  10.24kB
-Step 1/3 : FROM local/debian:trixie
- ---> 0123456789ab
-Step 2/3 : RUN apt-get install -y openssh-server
- ---> Running in 1a2b3c4d
-{noise}
-Step 3/3 : COPY . /opt/dslab
-Successfully built 0123456789ab
+STAND_IN_SSH = r"""#!/bin/bash
+# ssh [-i KEY] [-o OPTION]... -p PORT USER@ADDRESS COMMAND...: COMMAND runs here, as on that host
+# (HOME=$HOSTS/ADDRESS, its images in $HOSTS/ADDRESS/images).
+while [[ $1 == -* ]]; do shift 2; done
+address=${1#*@}
+shift
+export HOME=$HOSTS/$address
+mkdir -p "$HOME/images"
+exec bash -c "$*"
+"""
+
+STAND_IN_DOCKER = r"""#!/bin/bash
+# docker save|load|image inspect|image rm, with images as files; `save` takes SAVE_SECONDS.
+images=$HOME/images
+case $1 in
+  save) sleep "${SAVE_SECONDS:-0}"; echo "$2"; cat "$images/${2//\//_}" ;;
+  load) read -r tag; cat >"$images/${tag//\//_}"; echo "Loaded image: $tag" ;;
+  image)
+    file=$images/${3//\//_}
+    case $2 in
+      inspect) [[ -e $file ]] || { echo "No such image: $3" >&2; exit 1; }; echo "sha256:$(cat "$file")" ;;
+      rm) rm "$file" ;;
+    esac ;;
+esac
 """
 
 
-def stand_in_docker(tmp_path: Path, build_exit: int, step_seconds: float = 0) -> dict[str, str]:
-    """PATH with a `docker` whose build prints BUILD_OUTPUT (with 500 lines of package noise),
-    taking STEP_SECONDS at its second step, and exits `build_exit`; the image exists only once
-    a build succeeded."""
+def hosts_with_stand_ins(tmp_path: Path) -> dict[str, str]:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    first, rest = BUILD_OUTPUT.format(noise="\n".join(f"Unpacking package-{n} ..." for n in range(500))).split(" ---> Running")
-    (tmp_path / "build-output-1").write_text(first)
-    (tmp_path / "build-output-2").write_text(" ---> Running" + rest)
-    built = tmp_path / "built"
-    docker = bin_dir / "docker"
-    docker.write_text(
-        "#!/bin/sh\n"
-        'case "$1" in\n'
-        "  buildx) exit 1 ;;\n"
-        f"  build) cat >/dev/null; cat {tmp_path / 'build-output-1'}; sleep {step_seconds}; "
-        f"cat {tmp_path / 'build-output-2'}; [ {build_exit} = 0 ] && touch {built}; exit {build_exit} ;;\n"
-        f"  image) [ -e {built} ] || exit 1; echo sha256:built ;;\n"
-        "esac\n"
-    )
-    docker.chmod(0o755)
-    return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "TMPDIR": str(tmp_path)}
+    for name, text in (("ssh", STAND_IN_SSH), ("docker", STAND_IN_DOCKER)):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    builder_images = tmp_path / "hosts" / "10.0.0.1" / "images"
+    builder_images.mkdir(parents=True)
+    (builder_images / TAG.replace("/", "_")).write_text("built")
+    return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "HOSTS": str(tmp_path / "hosts")}
 
 
-def build(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def ship(env: dict[str, str], *args: str, generation: int = 0) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        script_argv(None, {"script": IMAGE_BUILD, "args": ["dslab/train:abc"]}), input="context", env=env,
+        ["bash", str(SHIP_SCRIPT), *args, "--", "-i", "key", "-o", "BatchMode=yes"],
+        input=script_text(MARK_SCRIPT), env={**env, "DSLAB_GEN": str(generation)},
         capture_output=True, text=True, timeout=30, check=False,
     )  # fmt: skip
 
 
-def test_a_quick_build_says_what_it_builds_and_how_long_it_took(tmp_path: Path) -> None:
-    result = build(stand_in_docker(tmp_path, build_exit=0))
-    assert result.returncode == 0, result.stderr
-    assert result.stdout == '{"image_id": "sha256:built"}\n'
-    lines = result.stderr.splitlines()
-    assert lines[0].startswith("building dslab/train:abc (full output: ") and lines[-1].startswith("built dslab/train:abc in ")
-    assert len(lines) == 2, "no step by step account of a build that took no time"
-    assert not list(tmp_path.glob("dslab-image-build.*")), "a successful build leaves no log behind"
+def worker(tmp_path: Path) -> Path:
+    return tmp_path / "hosts" / "10.0.0.2"
 
 
-def test_a_long_build_says_every_few_seconds_which_step_it_is_at(tmp_path: Path) -> None:
-    env = {**stand_in_docker(tmp_path, build_exit=0, step_seconds=2.5), "DSLAB_PROGRESS_SECONDS": "1"}
+def test_a_ship_copies_the_builders_image_and_marks_the_step(tmp_path: Path) -> None:
+    env = hosts_with_stand_ins(tmp_path)
+    shipped = ship(env, "ship", TAG, "image", "sha256:built", BUILDER, WORKER, generation=2)
+    assert shipped.returncode == 0, shipped.stderr
+    assert shipped.stdout == ""
+    assert (worker(tmp_path) / "images" / TAG.replace("/", "_")).read_text() == "built"
+    assert shipped.stderr.startswith(f"sent {TAG} to root@10.0.0.2 in ")
+    steps = worker(tmp_path) / ".dslab" / "steps"
+    assert (steps / "image.gen").read_text() == "2\n"
+    check = ["bash", str(steps / "image.check")]
+    assert subprocess.run(check, env={**env, "HOME": str(worker(tmp_path))}, check=False).returncode == 0
+
+    (worker(tmp_path) / "images" / TAG.replace("/", "_")).unlink()
+    gone = subprocess.run(check, env={**env, "HOME": str(worker(tmp_path))}, capture_output=True, text=True, check=False)
+    assert gone.returncode == 1 and gone.stderr == f"image {TAG} is gone\n", "the probe sees it removed"
+
+
+def test_a_host_that_has_the_image_is_only_marked_and_one_with_another_gets_the_builders(tmp_path: Path) -> None:
+    env = hosts_with_stand_ins(tmp_path)
+    assert ship(env, "ship", TAG, "image", "sha256:built", BUILDER, WORKER).returncode == 0
+    (tmp_path / "hosts" / "10.0.0.1" / "images" / TAG.replace("/", "_")).unlink()  # no save possible now
+    again = ship(env, "ship", TAG, "image", "sha256:built", BUILDER, WORKER, generation=1)
+    assert again.returncode == 0, again.stderr
+    assert again.stderr == f"{TAG} already on root@10.0.0.2\n"
+    assert (worker(tmp_path) / ".dslab" / "steps" / "image.gen").read_text() == "1\n"
+
+    (tmp_path / "hosts" / "10.0.0.1" / "images" / TAG.replace("/", "_")).write_text("rebuilt")
+    rebuilt = ship(env, "ship", TAG, "image", "sha256:rebuilt", BUILDER, WORKER)
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert (worker(tmp_path) / "images" / TAG.replace("/", "_")).read_text() == "rebuilt"
+
+
+def test_a_long_copy_says_how_far_it_is_and_its_ticker_ends_with_it(tmp_path: Path) -> None:
+    env = {**hosts_with_stand_ins(tmp_path), "SAVE_SECONDS": "2.5", "DSLAB_PROGRESS_SECONDS": "1"}
     started = time.monotonic()
-    result = build(env)
-    assert result.returncode == 0, result.stderr
-    ticks = [line for line in result.stderr.splitlines() if line.startswith("still building dslab/train:abc: ")]
-    assert 1 <= len(ticks) <= 3, result.stderr
-    assert "Step 2/3 : RUN apt-get install -y openssh-server (" in ticks[-1], "the step it is at, and the time so far"
-    assert "Unpacking" not in result.stderr, "the package noise stays in the log"
-    assert time.monotonic() - started < 5, "its ticker ended with the build"
+    shipped = ship(env, "ship", TAG, "image", "sha256:built", BUILDER, WORKER)
+    assert shipped.returncode == 0, shipped.stderr
+    ticks = [line for line in shipped.stderr.splitlines() if line.startswith(f"still sending {TAG} to root@10.0.0.2: ")]
+    assert 1 <= len(ticks) <= 3, shipped.stderr
+    assert time.monotonic() - started < 5, "its ticker ended with the copy"
 
 
-def test_a_failed_build_shows_the_end_of_its_output_and_keeps_the_log(tmp_path: Path) -> None:
-    result = build(stand_in_docker(tmp_path, build_exit=1))
-    assert result.returncode == 1
-    assert "the build of dslab/train:abc failed" in result.stderr
-    assert "Unpacking package-499" in result.stderr, "the last lines, where the error is"
-    assert "Unpacking package-0 " not in result.stderr, "not all of them"
-    logs = list(tmp_path.glob("dslab-image-build.*"))
-    assert len(logs) == 1 and "Unpacking package-0 " in logs[0].read_text(), "the whole output is kept"
-    assert str(logs[0]) in result.stderr, "and named"
+def test_a_failed_save_fails_the_ship_and_marks_nothing(tmp_path: Path) -> None:
+    env = hosts_with_stand_ins(tmp_path)
+    (tmp_path / "hosts" / "10.0.0.1" / "images" / TAG.replace("/", "_")).unlink()
+    shipped = ship(env, "ship", TAG, "image", "sha256:built", BUILDER, WORKER)
+    assert shipped.returncode != 0
+    assert not (worker(tmp_path) / ".dslab" / "steps" / "image.gen").exists()
 
 
-IMAGE_LOAD = "host/image-load.sh"
-
-
-def test_a_load_ends_when_docker_load_does_though_its_ticker_sleeps(tmp_path: Path) -> None:
-    # Its ticker says every 15 s that the image is still coming; at the end it must not keep
-    # the pipes (over ssh: the session) open until its sleep ends.
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    docker = bin_dir / "docker"
-    docker.write_text('#!/bin/sh\ncase "$1" in load) cat >/dev/null; echo "Loaded image: t" ;; image) echo sha256:loaded ;; esac\n')
-    docker.chmod(0o755)
-    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
-    started = time.monotonic()
-    result = subprocess.run(
-        script_argv(None, {"script": IMAGE_LOAD, "args": ["dslab/train:abc"]}), input="image bytes", env=env,
-        capture_output=True, text=True, timeout=30, check=False,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    assert result.stdout == '{"image_id": "sha256:loaded"}\n'
-    assert "received dslab/train:abc in" in result.stderr
-    assert time.monotonic() - started < 5, "its output ended with the load, not 15 s later"
+def test_remove_takes_the_image_and_the_mark_away(tmp_path: Path) -> None:
+    env = hosts_with_stand_ins(tmp_path)
+    assert ship(env, "ship", TAG, "image", "sha256:built", BUILDER, WORKER).returncode == 0
+    removed = ship(env, "remove", TAG, "image", WORKER)
+    assert removed.returncode == 0, removed.stderr
+    assert not list((worker(tmp_path) / "images").iterdir())
+    assert not (worker(tmp_path) / ".dslab").exists(), "no mark left, nor its folders"

@@ -1,6 +1,5 @@
 """A recording mock engine for components (no hosts touched): every resource registered,
-with its inputs; a RemoteScript's ``result`` and a Command's ``stdout`` are what its script
-would print."""
+with its inputs; a Command's ``stdout`` is what its script would print."""
 
 from __future__ import annotations
 
@@ -14,10 +13,10 @@ import pulumi
 from components.host_command import script_text
 from components.paths import ASSETS_DIR
 
-REMOTE_SCRIPT = "pulumi-python:dynamic/dslab:RemoteScript"
 DOCKER_CONTAINER = "docker:index/container:Container"
 DOCKER_NETWORK = "docker:index/network:Network"
 DOCKER_PROVIDER = "pulumi:providers:docker"
+DOCKER_REMOTE_IMAGE = "docker:index/remoteImage:RemoteImage"
 DOCKER_VOLUME = "docker:index/volume:Volume"
 REMOTE_COMMAND = "command:remote:Command"
 LOCAL_COMMAND = "command:local:Command"
@@ -32,8 +31,8 @@ class Recorded:
 
 @dataclass
 class RecordingMocks(pulumi.runtime.Mocks):
-    """Records every resource; a RemoteScript's `result` and a Command's `stdout` are what its
-    script would print, a container's `networkDatas` the static addresses it asked for."""
+    """Records every resource; a Command's `stdout` is what its script would print, an image's
+    `imageId` one built, a container's `networkDatas` the static addresses it asked for."""
 
     resources: dict[str, Recorded] = field(default_factory=dict)
     answers: str | None = None
@@ -44,8 +43,8 @@ class RecordingMocks(pulumi.runtime.Mocks):
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
         self.resources[args.name] = Recorded(name=args.name, type=args.typ, inputs=dict(args.inputs))
         outputs = dict(args.inputs)
-        if args.typ == REMOTE_SCRIPT:
-            outputs["result"] = fake_result(args.inputs["create"]["script"], args.name)
+        if args.typ == DOCKER_REMOTE_IMAGE:
+            outputs["imageId"] = "sha256:built"
         if args.typ in (REMOTE_COMMAND, LOCAL_COMMAND):
             outputs["stdout"] = fake_stdout(args.inputs, args.name)
         if args.typ == DOCKER_CONTAINER:
@@ -63,24 +62,17 @@ class RecordingMocks(pulumi.runtime.Mocks):
         return {}
 
 
-def fake_result(script: str, name: str) -> dict[str, Any]:
-    return fake_results(name).get(script, {})
-
-
 def fake_results(name: str) -> dict[str, dict[str, Any]]:
     """Host script -> the JSON result it prints for the resource NAME."""
     return {
         "host/swarm-manager.sh": {"join_token": "SWMTKN-1-secret", "node_id": "manager-node"},
         "host/swarm-worker.sh": {"node_id": f"{name}-node"},
-        "host/image-build.sh": {"image_id": "sha256:built"},
-        "host/image-load.sh": {"image_id": "sha256:built"},
         "host/mesh-keys.sh": {
             "user_key": f"ssh-ed25519 AAAA{name}",
             "host_key": f"ssh-ed25519 BBBB{name}",
             "socket_ifname": "eth0",
         },
         "host/deepspeed-launch.sh": {"status": "succeeded", "log": "/opt/dslab/run/train.log"},
-        "host/ipsec-run.sh": {"container_id": f"{name}-cid"},
     }
 
 
@@ -112,10 +104,7 @@ def new_hosts_answers(command: str) -> str:
 
 
 def host_script_of(recorded: Recorded) -> str | None:
-    """The assets script a step runs: a RemoteScript's `create`, or the host script a Command
-    sends on stdin."""
-    if recorded.type == REMOTE_SCRIPT:
-        return str(recorded.inputs["create"]["script"])
+    """The assets script a step runs: the host script a Command sends on stdin."""
     stdin = unsecret(recorded.inputs.get("stdin"))
     for path in sorted((ASSETS_DIR / "host").glob("*.sh")):
         script = f"host/{path.name}"
@@ -125,9 +114,7 @@ def host_script_of(recorded: Recorded) -> str | None:
 
 
 def script_args(recorded: Recorded, field_name: str = "create") -> list[str]:
-    """The arguments a step's script gets (after `bash -s --`, or a RemoteScript's args)."""
-    if recorded.type == REMOTE_SCRIPT:
-        return [str(arg) for arg in recorded.inputs[field_name]["args"]]
+    """The arguments a step's script gets (after `bash -s --`, or `--` for an operator script)."""
     words = shlex.split(str(recorded.inputs[field_name]))
     return words[words.index("--") + 1 :]
 

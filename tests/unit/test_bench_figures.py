@@ -7,11 +7,11 @@ from bench.lifecycle import longest_ship
 from bench.report import ratios
 
 UP_OUTPUT = """
- +  pulumi-python:dynamic/dslab:RemoteScript lab-image-server1-build created (12.5s)
- +  pulumi-python:dynamic/dslab:RemoteScript lab-image-server2-ship created (81.2s)
- +  pulumi-python:dynamic/dslab:RemoteScript lab-image-server3-ship creating (40s)
- +  pulumi-python:dynamic/dslab:RemoteScript lab-image-server3-ship created (90s)
- +  pulumi-python:dynamic/dslab:RemoteScript lab-server3-run created (3.1s)
+ +  docker:index:RemoteImage lab-image-server1-build created (12.5s)
+ +  command:local:Command lab-image-server2-ship created (81.2s)
+ +  command:local:Command lab-image-server3-ship creating (40s)
+ +  command:local:Command lab-image-server3-ship created (90s)
+ +  command:remote:Command lab-training-run created (3.1s)
 """
 
 
@@ -20,7 +20,7 @@ def test_the_slowest_finished_copy_is_the_shipping_time() -> None:
 
 
 def test_an_up_that_shipped_nothing_spent_nothing_shipping() -> None:
-    assert longest_ship(" +  pulumi-python:dynamic/dslab:RemoteScript lab-image-server1-build created (12.5s)") == 0.0
+    assert longest_ship(" +  docker:index:RemoteImage lab-image-server1-build created (12.5s)") == 0.0
 
 
 def test_the_8_over_2_ratio_without_shipping_uses_what_is_left_of_each_up() -> None:

@@ -1,6 +1,6 @@
 """The training image's build context, as the program makes it: `components.build_context`
-chooses the files and hashes them, `archive_bytes` turns them into the tar that
-`docker build -` reads. Checked by opening that tar, without an engine."""
+chooses the files, hashes them and writes them to the directory `docker.RemoteImage` sends to
+the engine. Checked by reading that directory as a tar, as the engine gets it, without one."""
 
 from __future__ import annotations
 
@@ -9,15 +9,15 @@ import os
 import re
 import shutil
 import tarfile
+import time
 from pathlib import Path
 from typing import Any, Literal
 
 import pytest
 
-from components.build_context import build_args, context_entries, context_hash
+from components.build_context import CONTEXT_KEEP_DAYS, build_args, context_dir, context_entries, context_hash
 from components.paths import ASSETS_DIR
 from components.config import ImageConfig
-from components.remote_script import archive_bytes
 
 DOCKERFILES = {variant: ASSETS_DIR / "image" / f"Dockerfile.{variant}" for variant in ("cpu", "gpu")}
 CONTAINER_SCRIPTS = sorted(path.name for path in (ASSETS_DIR / "container").iterdir())
@@ -27,8 +27,23 @@ Entries = dict[str, dict[str, Any]]
 Variant = Literal["cpu", "gpu"]
 
 
+@pytest.fixture(autouse=True)
+def cache_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Contexts are written under a cache of the test's own."""
+    cache = tmp_path_factory.mktemp("cache")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    return cache
+
+
 def context_tar(entries: Entries) -> tarfile.TarFile:
-    return tarfile.open(fileobj=io.BytesIO(archive_bytes(entries)))
+    """The context directory, as a tar of its files and folders (what the engine receives)."""
+    directory = context_dir(entries, f"dslab/test:{context_hash(entries, {})}")
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for path in sorted(directory.rglob("*")):
+            tar.add(path, arcname=str(path.relative_to(directory)), recursive=False)
+    buffer.seek(0)
+    return tarfile.open(fileobj=buffer)
 
 
 def member_bytes(tar: tarfile.TarFile, name: str) -> bytes:
@@ -64,7 +79,7 @@ def full_image(**overrides: Any) -> ImageConfig:
 @pytest.mark.parametrize("variant", ["cpu", "gpu"])
 def test_the_context_holds_the_variants_dockerfile_and_every_input(variant: Variant, tmp_path: Path) -> None:
     with context_tar(context_entries(ImageConfig(variant=variant), tmp_path)) as tar:
-        names = set(tar.getnames())
+        names = {member.name for member in tar.getmembers() if member.isfile()}
         assert member_bytes(tar, "Dockerfile") == DOCKERFILES[variant].read_bytes(), "the variant picks the Dockerfile"
         assert member_bytes(tar, "requirements.txt") == b"", "no requirements: an empty file, so no pip step runs"
         assert member_bytes(tar, "ca-bundle.crt") == b"", "no extra CA: an empty bundle, which the build appends"
@@ -276,3 +291,27 @@ def test_apt_packages_and_pip_requirements_are_inputs_of_the_hash(project: Path)
     assert digest(full_image(apt_packages=("vim",))) != base
     assert digest(full_image(pip_requirements=("peft",))) != base
     assert digest(full_image(variant="gpu")) != base
+
+
+# --- the context directory -----------------------------------------------------------------
+
+
+def test_the_context_directory_is_named_by_the_tag_and_made_once(project: Path, cache_home: Path) -> None:
+    entries = context_entries(full_image(), project)
+    directory = context_dir(entries, "dslab/train:0123456789abcdef")
+    assert directory == cache_home / "dslab" / "build-contexts" / "dslab_train-0123456789abcdef"
+    assert (directory / "ca-bundle.crt").read_text() == PEM
+    (project / "ca.crt").write_text("changed")  # a new content has a new tag; this one is kept as made
+    assert context_dir(entries, "dslab/train:0123456789abcdef") == directory
+    assert (directory / "ca-bundle.crt").read_text() == PEM
+    assert [path.name for path in directory.parent.iterdir()] == [directory.name], "no partial left behind"
+
+
+def test_contexts_unused_for_weeks_go_when_another_is_made(project: Path, cache_home: Path) -> None:
+    entries = context_entries(full_image(), project)
+    old = context_dir(entries, "dslab/train:old")
+    recent = context_dir(entries, "dslab/train:recent")
+    weeks_ago = time.time() - (CONTEXT_KEEP_DAYS + 1) * 86400
+    os.utime(old, (weeks_ago, weeks_ago))
+    context_dir(entries, "dslab/train:new")
+    assert not old.exists() and recent.exists()

@@ -20,8 +20,9 @@ from tests.support.recording_mocks import (
     DOCKER_NETWORK,
     DOCKER_PROVIDER,
     DOCKER_VOLUME,
+    DOCKER_REMOTE_IMAGE,
+    LOCAL_COMMAND,
     REMOTE_COMMAND,
-    REMOTE_SCRIPT,
     RecordingMocks,
     host_script_of,
     placed_files,
@@ -60,11 +61,13 @@ def test_every_manual_step_of_the_write_up_is_a_resource(mocks: RecordingMocks) 
     lab = build_dev_lab()
 
     def check(_: Any) -> None:
-        scripts = {r.name: host_script_of(r) for r in mocks.resources.values() if r.type in (REMOTE_SCRIPT, REMOTE_COMMAND)}
+        scripts = {r.name: host_script_of(r) for r in mocks.resources.values() if r.type == REMOTE_COMMAND}
         assert scripts["lab-swarm-server1-init"] == "host/swarm-manager.sh"
         assert scripts["lab-swarm-server2-join"] == "host/swarm-worker.sh"
-        assert scripts["lab-image-server1-build"] == "host/image-build.sh", "build-once builds on the manager"
-        assert scripts["lab-image-server2-ship"] == "host/image-load.sh", "and ships to the worker"
+        assert mocks.resources["lab-image-server1-build"].type == DOCKER_REMOTE_IMAGE, "build-once builds on the manager"
+        assert "lab-image-server2-build" not in mocks.resources
+        ship = mocks.resources["lab-image-server2-ship"]
+        assert ship.type == LOCAL_COMMAND and host_script_of(ship) == "host/image-mark.sh", "and ships to the worker"
         assert scripts["lab-mesh-server2-trust"] == "host/container-place-files.sh"
         assert scripts["lab-mesh-reach"] == "host/mesh-reach.sh", "up ends with the mesh proven to carry ssh"
         assert scripts["lab-training-run"] == "host/deepspeed-launch.sh"
@@ -74,12 +77,13 @@ def test_every_manual_step_of_the_write_up_is_a_resource(mocks: RecordingMocks) 
         assert docker == {
             "lab-claim-server1": DOCKER_VOLUME,
             "lab-claim-server2": DOCKER_VOLUME,
+            "lab-image-server1-build": DOCKER_REMOTE_IMAGE,
             "server1-docker": DOCKER_PROVIDER,
             "server2-docker": DOCKER_PROVIDER,
             "test-net": DOCKER_NETWORK,
             "server1-llm": DOCKER_CONTAINER,
             "server2-llm": DOCKER_CONTAINER,
-        }, "the claims, the engines, the overlay and the containers are pulumi-docker resources"
+        }, "the claims, the engines, the overlay, the image and the containers are pulumi-docker resources"
         commands = {r.name: r.inputs for r in mocks.resources.values() if r.type == REMOTE_COMMAND}
         assert set(commands) == {
             "lab-swarm-server1-init",
@@ -334,19 +338,28 @@ def test_strongswan_puts_a_tunnel_on_every_host_under_a_plain_overlay_with_room_
         assert psk.type == "command:local:Command", "the key is made on this machine, not on a host"
         assert psk.inputs["stdin"] == (REPO / "assets" / "operator" / "new-secret.sh").read_text()
         assert psk.inputs["logging"] == "none", "and printed nowhere"
-        assert mocks.resources["lab-ipsec-image-server1-build"].inputs["create"]["script"] == "host/image-build.sh"
-        assert mocks.resources["lab-ipsec-image-server2-ship"].inputs["create"]["script"] == "host/image-load.sh"
+        assert mocks.resources["lab-ipsec-image-server1-build"].type == DOCKER_REMOTE_IMAGE
+        assert mocks.resources["lab-ipsec-image-server2-ship"].type == LOCAL_COMMAND
         for host, address, peer in (("server1", "10.0.18.1", "10.0.18.2"), ("server2", "10.0.18.2", "10.0.18.1")):
-            run = mocks.resources[f"lab-ipsec-{host}"].inputs
-            tag = run["create"]["args"][1]
-            assert tag.startswith("dslab/train-ipsec:")
+            container = mocks.resources[f"lab-ipsec-{host}"]
+            assert container.type == DOCKER_CONTAINER
+            inputs = container.inputs
+            assert inputs["name"] == "llm-ipsec" and inputs["networkMode"] == "host"
             # Tunnel MTU: the interfaces' smallest (1500) less ESP in UDP (80), at most libipsec's 1400.
-            assert run["create"]["args"] == ["llm-ipsec", tag, address, "1400", "4789", "90", peer]
+            assert inputs["command"] == ["up", address, "1400", "4789", peer]
+            assert inputs["capabilities"] == {"adds": ["NET_ADMIN"]}
+            assert inputs["devices"] == [{"hostPath": "/dev/net/tun"}]
             secret_marker = "4dabf18193072939515e22adb298388d"  # the wire format of a Pulumi secret
-            assert run["stdin"] == {secret_marker: "1b47061264138c4ac30d75fd1eb44270", "value": "5" * 64}, (
-                "the pre-shared key goes on stdin, as a secret"
-            )
-            assert run["delete"]["script"] == "host/ipsec-remove.sh"
+            assert inputs["uploads"][secret_marker] == "1b47061264138c4ac30d75fd1eb44270", "the upload is a secret"
+            assert inputs["uploads"]["value"] == [
+                {"file": "/etc/swanctl/dslab.psk", "permissions": "0600", "content": "5" * 64}
+            ], "the pre-shared key, as a 0600 file"
+            tunnels = mocks.resources[f"lab-ipsec-{host}-tunnels"]
+            assert host_script_of(tunnels) == "host/ipsec-tunnels.sh"
+            assert script_args(tunnels) == ["wait", f"lab-ipsec-{host}-id", address, "90", peer]
+            tag = mocks.resources["lab-ipsec-image-server1-build"].inputs["name"]
+            assert tag.startswith("dslab/train-ipsec:")
+            assert script_args(tunnels, "delete") == ["down", tag, "4789"], "the routing rules go on destroy"
         options = mocks.resources["test-net"].inputs["options"]
         assert "encrypted" not in options, "docker's own IPsec stays off"
         assert options["com.docker.network.driver.mtu"] == "1400", "the overlay fits inside the tunnel"
@@ -384,7 +397,7 @@ def test_host_mode_has_no_swarm_or_overlay_and_reaches_containers_at_the_hosts_a
     assert "network_name" not in lab.outputs and lab.outputs["network_mode"] == "host"
 
     def check(_: Any) -> None:
-        scripts = {host_script_of(r) for r in mocks.resources.values() if r.type in (REMOTE_SCRIPT, REMOTE_COMMAND)}
+        scripts = {host_script_of(r) for r in mocks.resources.values() if r.type == REMOTE_COMMAND}
         assert not scripts & {"host/swarm-init.sh", "host/swarm-join.sh", "host/network-create.sh"}
         assert not [r for r in mocks.resources.values() if r.type == DOCKER_NETWORK], "no overlay"
         container = mocks.resources["server2-llm"].inputs
