@@ -23,6 +23,9 @@ TUNNEL_WAIT_SECONDS = 90
 IPSEC_IMAGE_STEP = "ipsec-image"
 """The IPsec image's shipped copy, as the hosts' probe names it."""
 
+TUN = "/dev/net/tun"
+"""The TUN device kernel-libipsec encrypts through."""
+
 PSK_PATH = "/etc/swanctl/dslab.psk"
 """Where assets/ipsec/ipsec-peers.sh reads the pre-shared key."""
 
@@ -77,8 +80,9 @@ class HostIpsec(pulumi.ComponentResource):
                 "up", host.address, pulumi.Output.from_input(args.tunnel_mtu).apply(str), str(ROUTE_TABLE), *peers
             ],  # fmt: skip
             network_mode="host",
-            capabilities=docker.ContainerCapabilitiesArgs(adds=["NET_ADMIN"]),
-            devices=[docker.ContainerDeviceArgs(host_path="/dev/net/tun")],
+            # As the engine reports them back, so the refresh finds nothing changed.
+            capabilities=docker.ContainerCapabilitiesArgs(adds=["CAP_NET_ADMIN"]),
+            devices=[docker.ContainerDeviceArgs(host_path=TUN, container_path=TUN, permissions="rwm")],
             restart="unless-stopped",
             uploads=[docker.ContainerUploadArgs(file=PSK_PATH, content=psk, permissions="0600")],
             opts=pulumi.ResourceOptions(

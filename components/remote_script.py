@@ -26,4 +26,4 @@ class RemoteScriptProvider:
     def _stop(self, *_args: Any, **_kwargs: Any) -> NoReturn:
         raise RetiredStep(UPGRADE)
 
-    check = diff = create = read = update = delete = _stop
+    configure = check = diff = create = read = update = delete = _stop

@@ -1,10 +1,12 @@
 """Forget the steps an older dslab kept as RemoteScripts (a Pulumi dynamic provider) in a
 stack's state, so the current version can take the stack over: `make upgrade STACK=NAME`.
 
-Nothing on the hosts is touched. What those steps made (the swarm, the claims, the image, the
-keys inside the containers) is taken over by the next `pulumi up`, whose steps make the same
-things idempotently; an IPsec container (network.ipsec: strongswan) is the exception: turn
-IPsec off and `up` with the older version first. The state is exported, the retired resources
+Nothing on the hosts is touched. What those steps made (the swarm, the claims, the keys inside
+the containers) is taken over by the next `pulumi up`, whose steps make the same things
+idempotently. The image is built again by each engine's builder (its id changes, so the
+containers are made again, each at its address); the older image is left untagged on each
+host (`docker image prune` removes it). An IPsec container (network.ipsec: strongswan) has the
+same name as this version's: turn IPsec off and `up` with the older version first. The state is exported, the retired resources
 and every reference to them removed, and imported again; the export is kept beside it as a
 backup (`<stack>.before-upgrade.json`).
 
@@ -19,8 +21,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-RETIRED_TYPE = "pulumi-python:dynamic:Resource"
-RETIRED_PROVIDER = "pulumi:providers:pulumi-python"
+RETIRED = ("pulumi-python:dynamic", "pulumi:providers:pulumi-python")
+"""Type prefixes: the dynamic resources (`pulumi-python:dynamic/dslab:RemoteScript`), their provider."""
 
 
 def pulumi(*args: str) -> str:
@@ -34,7 +36,7 @@ def without_retired(deployment: dict[str, Any]) -> tuple[dict[str, Any], int]:
     """The deployment without the retired resources (and their provider), nor any reference to
     them; and how many resources went."""
     resources: list[dict[str, Any]] = deployment.get("resources") or []
-    retired = {r["urn"] for r in resources if r["type"] in (RETIRED_TYPE, RETIRED_PROVIDER)}
+    retired = {r["urn"] for r in resources if r["type"].startswith(RETIRED)}
     kept = []
     for resource in resources:
         if resource["urn"] in retired:
@@ -62,6 +64,7 @@ def main(stack: str) -> None:
     pulumi("stack", "import", "--stack", stack, "--file", str(upgraded))
     upgraded.unlink()
     print(f"{stack}: forgot {forgotten} resources of the older version (backup: {backup}); now run `pulumi up`")
+    print("(the older image stays on each host untagged: `docker image prune` there removes it)")
 
 
 if __name__ == "__main__":

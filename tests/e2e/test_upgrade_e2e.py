@@ -1,6 +1,8 @@
-"""A stack made by the release before container addresses belonged to their hosts upgrades
-without moving anything: its first `up` with this code keeps every container (and so its
-address), on the simulated 2-host lab.
+"""A stack made by the release (whose steps were RemoteScripts, a dynamic provider this code no
+longer has) upgrades: `pulumi up` with this code stops with one line that names the command,
+`make upgrade` forgets the retired steps in the state, and the next `up` takes the stack over:
+every container at its address, the mesh working, and a destroy that leaves nothing on the
+simulated 2-host lab.
 
 The release's program is taken from git (`git archive`), run once, then the project's code is
 swapped for this checkout's, on the same stack and state.
@@ -19,7 +21,7 @@ import pytest
 
 from harness.pulumi_cli import REPO, PulumiCli, ensure_toolchain
 from harness.stack_project import Stack, project_copy
-from tests.support.sim_hosts import hosts_up, inspect
+from tests.support.sim_hosts import hosts_up, inspect, on_host
 
 pytestmark = [pytest.mark.e2e, pytest.mark.program]
 
@@ -78,20 +80,53 @@ def containers() -> dict[str, tuple[str, str]]:
     return found
 
 
-def test_the_first_up_with_this_code_keeps_every_container_of_a_stack_the_release_made(stack: Stack) -> None:
+def forget_retired(stack: Stack) -> str:
+    """What `make upgrade STACK=dev` runs, in the project."""
+    project = stack.cli.project_dir
+    completed = subprocess.run(
+        [str(REPO / ".venv" / "bin" / "python"), str(project / "assets" / "operator" / "forget-retired.py"), STACK],
+        cwd=project, env=stack.cli.env(), capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stderr
+    return completed.stdout
+
+
+def test_a_stack_the_release_made_is_taken_over_after_one_upgrade_command(stack: Stack) -> None:
     use_code(stack.cli.project_dir, RELEASE)
     # The mesh is what training needs; the run itself is not what this is about.
     stack.merge_config({"training": {"launch": False}})
     stack.pulumi("up", "--yes")
     before = containers()
-    assert stack.outputs()["container_ips"] == {host: address for host, (_id, address) in before.items()}
 
     use_code(stack.cli.project_dir, None)
-    steps = stack.preview_changes("--diff")
-    moved = {name: step["op"] for name, step in steps.items() if name.endswith(("-llm", "-docker", "test-net"))}
-    assert not moved, f"no container, engine or network changes: {moved}"
+    code, output = stack.attempt("up", "--yes")
+    assert code != 0, "the retired steps stop the up"
+    assert "run `make upgrade STACK=<this stack>` once, then `pulumi up`" in output, output[-3000:]
+    assert containers() == before, "before anything changed"
 
+    said = forget_retired(stack)
+    assert said.startswith(f"{STACK}: forgot ") and "now run `pulumi up`" in said, said
+    assert forget_retired(stack).startswith(f"{STACK}: nothing to forget"), "a second run changes nothing"
     stack.pulumi("up", "--yes")
-    assert containers() == before, "the same containers at the same addresses"
-    assert stack.outputs()["container_ips"] == {host: address for host, (_id, address) in before.items()}
+    after = containers()
+    # The engine's builder makes the image again (another id), so the containers are new ones,
+    # each at the address its host held.
+    assert {host: address for host, (_id, address) in after.items()} == {
+        host: address for host, (_id, address) in before.items()
+    }
+    assert stack.outputs()["container_ips"] == {host: address for host, (_id, address) in after.items()}
+    login = on_host("server1", "docker", "exec", "llm", "ssh", "-o", "BatchMode=yes", "server2", "hostname", check=False)
+    assert login.strip(), "the manager logs in to the worker: the mesh was made for the new containers"
     stack.pulumi("preview", "--expect-no-changes")
+
+    stack.pulumi("destroy", "--yes")
+    for host in HOSTS:
+        assert on_host(host, "docker", "ps", "--all", "--quiet").strip() == "", f"{host}: no container left"
+        assert on_host(host, "docker", "volume", "ls", "--quiet").strip() == "", f"{host}: no claim left"
+        assert on_host(host, "docker", "info", "--format", "{{.Swarm.LocalNodeState}}").strip() == "inactive"
+        images = on_host(host, "docker", "images", "--format", "{{.Repository}}:{{.Tag}}").split()
+        assert images == ["local/debian:trixie"], f"{host}: no image of ours is left tagged: {images}"
+        # The release's own image lost its tag to this version's: untagged, as the upgrade says.
+        on_host(host, "docker", "image", "prune", "--force")
+        images = on_host(host, "docker", "images", "--all", "--format", "{{.Repository}}:{{.Tag}}").split()
+        assert images == ["local/debian:trixie"], f"{host}: nothing else once pruned: {images}"

@@ -347,8 +347,8 @@ def test_strongswan_puts_a_tunnel_on_every_host_under_a_plain_overlay_with_room_
             assert inputs["name"] == "llm-ipsec" and inputs["networkMode"] == "host"
             # Tunnel MTU: the interfaces' smallest (1500) less ESP in UDP (80), at most libipsec's 1400.
             assert inputs["command"] == ["up", address, "1400", "4789", peer]
-            assert inputs["capabilities"] == {"adds": ["NET_ADMIN"]}
-            assert inputs["devices"] == [{"hostPath": "/dev/net/tun"}]
+            assert inputs["capabilities"] == {"adds": ["CAP_NET_ADMIN"]}
+            assert inputs["devices"] == [{"hostPath": "/dev/net/tun", "containerPath": "/dev/net/tun", "permissions": "rwm"}]
             secret_marker = "4dabf18193072939515e22adb298388d"  # the wire format of a Pulumi secret
             assert inputs["uploads"][secret_marker] == "1b47061264138c4ac30d75fd1eb44270", "the upload is a secret"
             assert inputs["uploads"]["value"] == [
