@@ -4,11 +4,11 @@ from pathlib import Path
 
 import pulumi
 
-from components.command_connection import read_operator_credentials
+from components.hosts.credentials import read_operator_credentials
 from components.config import load_pulumi_config
 from components.interrupt import end_quietly_on_interrupt
 from components.lab import Lab
-from components.local_files import require_local_files
+from components.hosts.operator_files import require_local_files
 
 end_quietly_on_interrupt()
 

@@ -2,7 +2,7 @@
 """LLaMA-Factory's training entry point for the DeepSpeed launcher (its repository's
 src/train.py, which the pip package lacks), with arguments as command-line flags.
 
-Usage (what components/launch_argv.py renders):
+Usage (what components/render/launch_argv.py renders):
     deepspeed --hostfile H ... /opt/dslab/llamafactory_train.py --deepspeed ds_config.json
         --stage sft --do_train true --model_name_or_path DIR ...
 

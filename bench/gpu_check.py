@@ -7,7 +7,7 @@
     python3 bench/gpu_check.py report OUT_DIR --run-output DIR
 
 ``prepare`` renders what the program places in the manager container for a stack with
-``image.variant: gpu`` (``components.run_files``: hostfile, ds_config.json,
+``image.variant: gpu`` (``components.render.run_files``: hostfile, ds_config.json,
 dataset_info.json, .deepspeed_env, the training's and the preflight all-reduce's
 ``deepspeed`` command lines) and puts it where the container has it. Rewritten for this
 machine: the hostfile (``localhost slots=<GPUs>``), and ``--no_ssh_check`` for the launcher
@@ -41,13 +41,13 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run as a file on the GPU machine, not as `python -m`
     sys.path.insert(0, str(REPO))
 
-from components.build_context import build_args, context_entries, llamafactory_constraints  # noqa: E402
+from components.render.build_context import build_args, context_entries, llamafactory_constraints  # noqa: E402
 from components.config import LabConfig, LlamaFactoryWorkload, Mount, load_stack_file  # noqa: E402
-from components.container_spec import interface_subnet  # noqa: E402
-from components.loss_plot import loss_plot_in_container  # noqa: E402
+from components.render.container_spec import interface_subnet  # noqa: E402
+from components.render.loss_plot import loss_plot_in_container  # noqa: E402
 from components.paths import ASSETS_DIR  # noqa: E402
-from components.run_files import DEEPSPEED_ENV_PATH, RUN_DIR, RunFiles, run_deepspeed_env, run_files  # noqa: E402
-from components.workload_inputs import required_paths, workload_mounts  # noqa: E402
+from components.render.run_files import DEEPSPEED_ENV_PATH, RUN_DIR, RunFiles, run_deepspeed_env, run_files  # noqa: E402
+from components.render.workload_inputs import required_paths, workload_mounts  # noqa: E402
 
 LOOPBACK = "127.0.0.1"
 IMAGE_VENV = "/opt/venv"

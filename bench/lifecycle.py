@@ -29,10 +29,10 @@ from typing import Any
 
 import yaml
 
-from components.build_context import build_args, context_dir, context_entries, image_tag
+from components.render.build_context import build_args, context_dir, context_entries, image_tag
 from components.config import load_stack_file
-from components.container_spec import container_spec, docker_run_args
-from components.overlay_network import driver_mtu_option
+from components.render.container_spec import container_spec, docker_run_args
+from components.steps.overlay_network import driver_mtu_option
 from harness.pulumi_cli import REPO, PulumiCli
 from harness.stack_project import Stack, project_copy
 

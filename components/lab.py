@@ -11,40 +11,27 @@ from typing import Any
 
 import pulumi
 
-from components.build_context import (
-    build_args,
-    context_dir,
-    context_entries,
-    image_tag,
-    ipsec_context_entries,
-    ipsec_image_tag,
-)
+from components.render.build_context import ImageSource, ipsec_image_source, training_image_source
 from components.config import LabConfig
-from components.command_connection import OperatorCredentials
-from components.connection import RemoteHost, remote_host
-from components.container_spec import container_spec
-from components.host_facts import read_host_facts
-from components.host_engine import docker_ssh_opts, host_engine, private_key_file, ssh_destination
-from components.deepspeed_launch import RUN_FILES_STEP, DeepSpeedLaunch, DeepSpeedLaunchArgs
-from components.host_claim import HostClaims, HostClaimsArgs
-from components.host_ipsec import IPSEC_IMAGE_STEP, HostIpsec, HostIpsecArgs
-from components.image import IMAGE_STEP, ImageHost, TrainingImage, TrainingImageArgs
-from components.input_check import InputCheck, InputCheckArgs
-from components.local_copy import LocalCopy, LocalCopyArgs
-from components.loss_plot import loss_plot_copy, loss_plot_in_container
+from components.hosts.credentials import OperatorCredentials
+from components.hosts.remote_host import RemoteHost, remote_host
+from components.render.container_spec import container_spec
+from components.hosts.probe import read_host_facts
+from components.hosts.engines import docker_ssh_opts, host_engine, operator_ssh_line, private_key_file, ssh_destination
+from components.steps.deepspeed_launch import RUN_FILES_STEP, DeepSpeedLaunch, DeepSpeedLaunchArgs
+from components.steps.host_claims import HostClaims, HostClaimsArgs
+from components.steps.host_ipsec import IPSEC_IMAGE_STEP, HostIpsec, HostIpsecArgs
+from components.steps.training_image import IMAGE_STEP, ImageHost, TrainingImage, TrainingImageArgs
+from components.steps.input_check import InputCheck, InputCheckArgs
+from components.steps.local_copy import LocalCopy, LocalCopyArgs
+from components.render.loss_plot import loss_plot_copy, loss_plot_in_container
 from components.naming import component_type
-from components.node_container import NodeContainer, NodeContainerArgs
-from components.overlay_network import (
-    ESP_IN_UDP_OVERHEAD,
-    LIBIPSEC_MTU,
-    VXLAN_OVERHEAD,
-    OverlayNetwork,
-    OverlayNetworkArgs,
-)
-from components.run_files import run_deepspeed_env, run_files
-from components.ssh_mesh import KEYS_STEP, REACH_STEP, TRUST_STEP, MeshMember, SshMesh, SshMeshArgs
-from components.swarm import SWARM_STEP, Swarm, SwarmArgs
-from components.workload_inputs import required_paths
+from components.steps.node_container import NodeContainer, NodeContainerArgs
+from components.steps.overlay_network import OverlayNetwork, OverlayNetworkArgs, tunnel_mtu
+from components.render.run_files import run_deepspeed_env, run_files
+from components.steps.ssh_mesh import KEYS_STEP, REACH_STEP, TRUST_STEP, MeshMember, SshMesh, SshMeshArgs
+from components.steps.swarm import SWARM_STEP, Swarm, SwarmArgs
+from components.render.workload_inputs import required_paths
 
 
 class Lab(pulumi.ComponentResource):
@@ -101,7 +88,8 @@ class Lab(pulumi.ComponentResource):
         overlay = config.network.mode == "overlay"
         self.swarm = self._create_swarm(name) if overlay else None
         self.network = self._create_network(name, self.swarm) if self.swarm is not None else None
-        self.ipsec = self._create_ipsec(name, self.network) if self.network is not None and self.strongswan else None
+        strongswan = config.network.encryption == "strongswan"
+        self.ipsec = self._create_ipsec(name, self.network) if self.network is not None and strongswan else None
         self.image = self._create_image(name, project_dir)
         self.inputs = self._create_input_check(name)
         self.containers = {host.name: self._create_container(name, host.name, owner) for host in config.hosts}
@@ -150,58 +138,39 @@ class Lab(pulumi.ComponentResource):
                 gateway=self.plan.gateway,
                 mtu=network.mtu,
                 interface_mtus=tuple(self.facts.mtus[host.name] for host in self.nodes if host.name in self.facts.mtus),
-                encrypted=network.encrypted and not self.strongswan,
-                tunnel_overhead=ESP_IN_UDP_OVERHEAD if self.strongswan else 0,
-                tunnel_limit=LIBIPSEC_MTU if self.strongswan else None,
+                encryption=network.encryption,
             ),
             pulumi.ResourceOptions(parent=self, depends_on=[swarm], providers=[self.engines[self.config.manager.name]]),
         )
 
-    @property
-    def strongswan(self) -> bool:
-        """Whether strongSwan containers, not docker, encrypt the overlay."""
-        return self.config.network.encrypted and self.config.network.ipsec == "strongswan"
-
     def _create_ipsec(self, name: str, network: OverlayNetwork) -> HostIpsec:
-        image = self.config.image
-        entries = ipsec_context_entries()
         return HostIpsec(
             f"{name}-ipsec",
             HostIpsecArgs(
                 hosts=self.nodes,
                 engines=self.engines,
                 container_name=f"{self.config.container.name}-ipsec",
-                image=self._image_args(
-                    IPSEC_IMAGE_STEP, ipsec_image_tag(image, entries), entries, {"BASE_IMAGE": image.base_image}
-                ),
-                # A configured network.mtu may ask for more than the tunnel takes: VXLAN
-                # packets are then fragmented before they enter it.
-                tunnel_mtu=network.mtu.apply(lambda mtu: min(mtu + VXLAN_OVERHEAD, LIBIPSEC_MTU)),
+                image=self._image_args(IPSEC_IMAGE_STEP, ipsec_image_source(self.config.image)),
+                tunnel_mtu=network.mtu.apply(tunnel_mtu),
             ),
             pulumi.ResourceOptions(parent=self),
         )
 
     def _create_image(self, name: str, project_dir: Path) -> TrainingImage:
-        image = self.config.image
-        entries = context_entries(image, project_dir)
         return TrainingImage(
             f"{name}-image",
-            self._image_args(IMAGE_STEP, image_tag(image, entries), entries, build_args(image)),
+            self._image_args(IMAGE_STEP, training_image_source(self.config.image, project_dir)),
             pulumi.ResourceOptions(parent=self),
         )
 
-    def _image_args(
-        self, step: str, tag: str, entries: dict[str, dict[str, Any]], args: dict[str, str]
-    ) -> TrainingImageArgs:
+    def _image_args(self, step: str, source: ImageSource) -> TrainingImageArgs:
         operator = self.config.operator
         by_name = {host.name: host for host in self.config.hosts}
         return TrainingImageArgs(
             hosts=tuple(
                 ImageHost(node.name, self.engines[node.name], ssh_destination(by_name[node.name])) for node in self.nodes
             ),
-            tag=tag,
-            context_dir=context_dir(entries, tag),
-            build_args=args,
+            source=source,
             distribution=self.config.image.distribution,
             step=step,
             ssh_options=tuple(docker_ssh_opts(private_key_file(operator), operator.known_hosts_path)),
@@ -319,16 +288,6 @@ class Lab(pulumi.ComponentResource):
             pulumi.ResourceOptions(parent=self),
         )
 
-    def _on_manager(self, command: str, *, tty: bool = False) -> str:
-        """An ssh command line for the operator's shell that runs `command` on the manager host
-        with the stack's key and known_hosts (strict host keys, as the program does)."""
-        operator, manager = self.config.operator, self.config.manager
-        return (
-            f"ssh -i {operator.private_key_path or '<your key>'} -o UserKnownHostsFile={operator.known_hosts_path} "
-            f"-o StrictHostKeyChecking=yes -p {manager.ssh_port} {'-t ' if tty else ''}"
-            f"{manager.ssh_user}@{manager.address} {command}"
-        )
-
     def _register(self) -> None:
         manager = self.config.manager
         self.container_ips = pulumi.Output.all(
@@ -336,7 +295,7 @@ class Lab(pulumi.ComponentResource):
         )
         self.manager_address = self.containers[manager.name].address
         container = self.config.container.name
-        self.shell_command = self._on_manager(f"docker exec -it {container} bash", tty=True)
+        self.shell_command = operator_ssh_line(self.config.operator, manager, f"docker exec -it {container} bash", tty=True)
         outputs: dict[str, Any] = {
             "container_ips": self.container_ips,
             "hostfile": self.hostfile,
@@ -356,7 +315,7 @@ class Lab(pulumi.ComponentResource):
                 "training_status": self.launch.status,
                 "training_log": self.launch.log_path,
                 "training_log_command": self.launch.log_path.apply(
-                    lambda path: self._on_manager(f"docker exec {container} tail -n 100 -F {path}")
+                    lambda path: operator_ssh_line(self.config.operator, manager, f"docker exec {container} tail -n 100 -F {path}")
                 ),
                 "training_summary": self.launch.summary,
             }

@@ -19,7 +19,7 @@ from components.config import (
     ScriptWorkload,
     load_stack_file,
 )
-from components.hostfile import order_manager_first
+from components.render.hostfile import order_manager_first
 
 
 def warnings(config: LabConfig) -> list[str]:

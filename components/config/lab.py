@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from components.address_plan import AddressPlan, AddressPlanError, plan_addresses, static_candidates
+from components.config.address_plan import AddressPlan, AddressPlanError, plan_addresses, static_candidates
 from components.config.base import FrozenModel, Loc, Problems
 from components.config.container import ContainerConfig
 from components.config.hosts import Host, Hosts

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from components.address_plan import MAX_PREFIX_LENGTH, default_gateway, default_ip_range
+from components.config.address_plan import MAX_PREFIX_LENGTH, default_gateway, default_ip_range
 from components.config.base import FrozenModel, Problems
 from components.config.fields import DockerName, IPv4NetworkStr, Mtu
 
@@ -58,6 +58,11 @@ class NetworkConfig(FrozenModel):
             "without ESP; slower); the hosts need /dev/net/tun."
         ),
     )
+
+    @property
+    def encryption(self) -> Literal["none", "docker", "strongswan"]:
+        """Who encrypts the overlay: nobody, its own IPsec, or strongSwan containers."""
+        return self.ipsec if self.encrypted else "none"
 
     @model_validator(mode="after")
     def _ipsec_needs_encryption(self) -> NetworkConfig:

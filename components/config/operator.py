@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import Field, model_validator
+from pydantic import Field, SecretStr, model_validator
 
 from components.config.base import FrozenModel, Problems
 from components.config.fields import EncryptedSecret, Secret
@@ -46,3 +46,9 @@ class OperatorConfig(FrozenModel):
     def private_key_is_encrypted(self) -> bool:
         """True when the key came from a stack file still encrypted (validation only)."""
         return isinstance(self.private_key, EncryptedSecret)
+
+    def secret_key_text(self) -> str:
+        """The key given as a secret, as ssh reads it (one final newline)."""
+        if not isinstance(self.private_key, SecretStr):
+            raise ValueError("dslab:operator.private_key could not be decrypted; run through `pulumi up`")
+        return self.private_key.get_secret_value().rstrip("\n") + "\n"

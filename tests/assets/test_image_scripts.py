@@ -9,8 +9,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from components.host_command import script_text
-from components.image import MARK_SCRIPT, SHIP_SCRIPT
+from components.hosts.host_script import script_text
+from components.steps.training_image import MARK_SCRIPT, SHIP_SCRIPT
 
 TAG = "dslab/train:abc"
 BUILDER, WORKER = "root@10.0.0.1:22", "root@10.0.0.2:2222"

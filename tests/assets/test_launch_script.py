@@ -9,7 +9,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from components.host_command import script_text
+from components.hosts.host_script import script_text
 from tests.assets.test_place_files import STAND_IN_DOCKER
 
 RUN = "/opt/dslab/run"

@@ -8,8 +8,8 @@ import hashlib
 import subprocess
 from pathlib import Path
 
-from components.file_bundle import render_bundle
-from components.host_command import script_text
+from components.render.file_bundle import render_bundle
+from components.hosts.host_script import script_text
 
 STAND_IN_DOCKER = r"""#!/bin/bash
 # docker exec [-i] CONTAINER COMMAND ARGS...: COMMAND runs here, absolute paths under $ROOT

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pulumi
 
-from components.command_connection import OperatorCredentials
+from components.hosts.credentials import OperatorCredentials
 from components.config import LabConfig
 
 

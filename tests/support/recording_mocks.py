@@ -10,7 +10,7 @@ from typing import Any
 
 import pulumi
 
-from components.host_command import script_text
+from components.hosts.host_script import script_text
 from components.paths import ASSETS_DIR
 
 DOCKER_CONTAINER = "docker:index/container:Container"
@@ -36,7 +36,7 @@ class RecordingMocks(pulumi.runtime.Mocks):
 
     resources: dict[str, Recorded] = field(default_factory=dict)
     answers: str | None = None
-    """What the hosts answer components.host_facts (`command:local:run`); None: as a new
+    """What the hosts answer components.hosts.probe (`command:local:run`); None: as a new
     stack's hosts would, server1's interface MTU 1500 and every other's 9000, no container."""
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
@@ -120,7 +120,7 @@ def script_args(recorded: Recorded, field_name: str = "create") -> list[str]:
 
 
 def step_generation(recorded: Recorded) -> int | None:
-    """The DSLAB_GEN a kept step's Command runs with (components.host_command), if any."""
+    """The DSLAB_GEN a kept step's Command runs with (components.hosts.host_script), if any."""
     for word in shlex.split(str(recorded.inputs["create"])):
         if word.startswith("DSLAB_GEN="):
             return int(word.split("=", 1)[1])
@@ -128,7 +128,7 @@ def step_generation(recorded: Recorded) -> int | None:
 
 
 def placed_files(recorded: Recorded) -> dict[str, str]:
-    """Path -> content of the files a container-place-files.sh step places (components.file_bundle)."""
+    """Path -> content of the files a container-place-files.sh step places (components.render.file_bundle)."""
     stdin = str(recorded.inputs["stdin"])
     data = stdin[len(script_text("host/container-place-files.sh")) :].encode()
     files: dict[str, str] = {}

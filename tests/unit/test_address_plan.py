@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from components.address_plan import AddressPlan, AddressPlanError, plan_addresses
+from components.config.address_plan import AddressPlan, AddressPlanError, plan_addresses
 from components.config import Host
-from components.host_facts import ASK_SCRIPT, HOST_SCRIPT, parse_answers
+from components.hosts.probe import ASK_SCRIPT, HOST_SCRIPT, parse_answers
 
 SUBNET = "10.0.3.0/24"
 
@@ -85,7 +85,7 @@ def test_a_slash_28_that_fills_up_names_the_subnet_and_the_host_left_without() -
         plan_addresses("10.0.3.0/28", [(f"h{index}", None) for index in range(8)], held=held)
 
 
-# --- what the hosts answer (components.host_facts) -----------------------------------------
+# --- what the hosts answer (components.hosts.probe) -----------------------------------------
 
 
 def hosts(*names: str) -> list[Host]:

@@ -1,4 +1,4 @@
-"""The training image's build context, as the program makes it: `components.build_context`
+"""The training image's build context, as the program makes it: `components.render.build_context`
 chooses the files, hashes them and writes them to the directory `docker.RemoteImage` sends to
 the engine. Checked by reading that directory as a tar, as the engine gets it, without one."""
 
@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import pytest
 
-from components.build_context import CONTEXT_KEEP_DAYS, build_args, context_dir, context_entries, context_hash
+from components.render.build_context import CONTEXT_KEEP_DAYS, build_args, context_dir, context_entries, context_hash
 from components.paths import ASSETS_DIR
 from components.config import ImageConfig
 

@@ -21,7 +21,7 @@ import pytest
 from bench import gpu_check
 from components.config import LabConfig, LlamaFactoryWorkload, load_stack_file
 from components.paths import ASSETS_DIR
-from components.run_files import RunFiles, run_deepspeed_env, run_files
+from components.render.run_files import RunFiles, run_deepspeed_env, run_files
 from tests.support.credentials import unit_credentials
 from harness.pulumi_cli import REPO
 from tests.support.recording_mocks import RecordingMocks, placed_files, script_args

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from components.config import load_stack_file
-from components.host_command import script_text
+from components.hosts.host_script import script_text
 from tests.support.credentials import unit_credentials
 from harness.pulumi_cli import REPO
 from tests.support.recording_mocks import (
@@ -306,7 +306,7 @@ def test_the_overlay_mtu_is_the_smallest_host_interface_mtu_less_the_vxlan_overh
 
 
 def test_overlay_mtu_arithmetic() -> None:
-    from components.overlay_network import driver_mtu_option, overlay_mtu
+    from components.steps.overlay_network import driver_mtu_option, overlay_mtu
 
     assert overlay_mtu([1500]) == 1450
     assert overlay_mtu([9000, 1400]) == 1350, "this machine's own eth0 is 1400"

@@ -15,12 +15,12 @@ import pytest
 import yaml
 
 from components.config import LabConfig, LabConfigError, load_lab_config, strip_namespace
-from components.container_spec import container_spec, docker_run_args
-from components.dataset_info import render_dataset_info
-from components.deepspeed_env import deepspeed_environment, render_deepspeed_env
-from components.launch_argv import launch_argv_for
+from components.render.container_spec import container_spec, docker_run_args
+from components.render.dataset_info import render_dataset_info
+from components.render.deepspeed_env import deepspeed_environment, render_deepspeed_env
+from components.render.launch_argv import launch_argv_for
 from components.paths import ASSETS_DIR
-from components.workload_inputs import required_paths
+from components.render.workload_inputs import required_paths
 from tests.support.tiny_llamafactory import TINY_LORA_SFT
 
 REPO = Path(__file__).resolve().parents[2]

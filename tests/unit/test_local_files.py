@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from components.config import LabConfig, LabConfigError, load_stack_file
-from components.local_files import missing_local_files, require_local_files
+from components.hosts.operator_files import missing_local_files, require_local_files
 from harness.pulumi_cli import REPO
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from components.address_plan import (
+from components.config.address_plan import (
     AddressPlanError,
     plan_addresses,
     static_candidates,
@@ -24,14 +24,14 @@ from components.config import (
     ScriptWorkload,
     load_stack_file,
 )
-from components.deepspeed_env import (
+from components.render.deepspeed_env import (
     DeepSpeedEnvError,
     deepspeed_environment,
     render_deepspeed_env,
 )
-from components.ds_config import build_ds_config, render_ds_config
-from components.hostfile import render_hostfile
-from components.launch_argv import launch_argv, launch_argv_for, llamafactory_flags
+from components.render.ds_config import build_ds_config, render_ds_config
+from components.render.hostfile import render_hostfile
+from components.render.launch_argv import launch_argv, launch_argv_for, llamafactory_flags
 
 GOLDEN = Path(__file__).parent / "golden"
 REPO = Path(__file__).resolve().parents[2]

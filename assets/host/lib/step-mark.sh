@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Included into host scripts by `# dslab:include host/lib/step-mark.sh` (components/host_command.py).
+# Included into host scripts by `# dslab:include host/lib/step-mark.sh` (components/hosts/host_script.py).
 #
 # A step that keeps something inside a container leaves its mark beside it, in STEP_DIR, for
 # the hosts' probe (host-facts.sh) to check on every preview and up:

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Included into host scripts by `# dslab:include host/lib/swarm-leave.sh` (components/host_command.py).
+# Included into host scripts by `# dslab:include host/lib/swarm-leave.sh` (components/hosts/host_script.py).
 
 # Leave the swarm (manager or worker); nothing to do when not in one. A join right after this
 # one must find the gossip port closed; a leaked listener is reported here too, but destroy

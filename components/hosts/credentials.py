@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pulumi
 import pulumi_command as command
-from pydantic import SecretStr
 
 from components.config import Host, LabConfig
-from components.known_hosts import host_key
+from components.hosts.known_hosts import host_key
 from components.paths import project_path
 
 DIAL_ATTEMPTS = 3
@@ -29,14 +28,12 @@ class OperatorCredentials:
 
 def read_operator_credentials(config: LabConfig, project_dir: Path) -> OperatorCredentials:
     """The credentials from the stack's key and known_hosts files, which
-    components.local_files has checked (each host's key is there)."""
+    components.hosts.operator_files has checked (each host's key is there)."""
     operator = config.operator
     if operator.private_key_path is not None:
         text = project_path(operator.private_key_path, project_dir).read_text(encoding="utf-8")
-    elif isinstance(operator.private_key, SecretStr):
-        text = operator.private_key.get_secret_value()
     else:
-        raise ValueError("dslab:operator.private_key could not be decrypted; run through `pulumi up`")
+        text = operator.secret_key_text()
     known_hosts = project_path(operator.known_hosts_path, project_dir)
     host_keys: dict[str, str] = {}
     for host in config.hosts:

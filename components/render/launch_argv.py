@@ -12,7 +12,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Mapping, Sequence
 
-from components.address_plan import AddressPlan
+from components.config.address_plan import AddressPlan
 from components.config import ArgValue, LabConfig, LlamaFactoryWorkload, ScriptWorkload
 
 

@@ -1,7 +1,7 @@
 """What the program reads from the hosts before it plans, on every preview and up: each
 host's interface MTU (the overlay's MTU follows the smallest), the overlay address its
 container holds (the address plan keeps it: a host's place in the list is not its identity,
-components.address_plan), the addresses in use on the overlay, and whether what the steps
+components.config.address_plan), the addresses in use on the overlay, and whether what the steps
 keep inside the containers (keys, trusted keys, run files, the reach check) is still as they
 left it (assets/host/lib/step-mark.sh): a step found changed gets its next generation, which
 runs its Command again in place.
@@ -23,9 +23,9 @@ import pulumi
 import pulumi_command as command
 
 from components.config import Host, LabConfig
-from components.host_engine import docker_ssh_opts, private_key_file, ssh_destination
+from components.hosts.engines import docker_ssh_opts, private_key_file, ssh_destination
 from components.paths import ASSETS_DIR
-from components.unreachable import cannot_reach
+from components.hosts.unreachable import cannot_reach
 
 ASK_SCRIPT = ASSETS_DIR / "operator" / "ask-hosts.sh"
 HOST_SCRIPT = ASSETS_DIR / "host" / "host-facts.sh"
@@ -73,7 +73,7 @@ class HostFacts:
     """Host name -> the swarm node its engine is, when in a swarm."""
 
     def generation(self, host: str, step: str) -> int:
-        """The generation the step's Command on `host` runs with (components.host_command)."""
+        """The generation the step's Command on `host` runs with (components.hosts.host_script)."""
         mark = self.steps.get((host, step))
         return mark.generation if mark is not None else 0
 

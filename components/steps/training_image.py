@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Literal
 
 import pulumi
 import pulumi_command as command
 import pulumi_docker as docker
 
-from components.host_command import script_text
+from components.hosts.host_script import script_text
 from components.naming import component_type
+from components.render.build_context import ImageSource
 from components.paths import ASSETS_DIR
 
 SHIP_SCRIPT = ASSETS_DIR / "operator" / "image-ship.sh"
@@ -35,16 +35,13 @@ class ImageHost:
 class TrainingImageArgs:
     hosts: tuple[ImageHost, ...]
     """Manager first: with build-once it builds there."""
-    tag: str
-    """Full tag, `name:<content hash>`: a new tag exactly when an input changed."""
-    context_dir: Path
-    """The build context, with its Dockerfile (components.build_context.context_dir)."""
-    build_args: dict[str, str]
+    source: ImageSource
+    """Its tag (`name:<content hash>`: a new tag exactly when an input changed), context and args."""
     distribution: Literal["every-host", "build-once"]
     step: str
-    """The hosts' probe's name for a shipped copy (components.host_facts)."""
+    """The hosts' probe's name for a shipped copy (components.hosts.probe)."""
     ssh_options: tuple[str, ...]
-    """How this machine's ssh reaches the hosts (components.host_engine.docker_ssh_opts)."""
+    """How this machine's ssh reaches the hosts (components.hosts.engines.docker_ssh_opts)."""
     generations: dict[str, int] = field(default_factory=dict)
     """Host name -> its shipped copy's generation, from the probe (0: not made yet)."""
     after: tuple[pulumi.Resource, ...] = ()
@@ -67,7 +64,7 @@ class TrainingImage(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: TrainingImageArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(component_type("TrainingImage"), name, None, opts)
-        self.tag = args.tag
+        self.tag = args.source.tag
         builder = args.hosts[0]
         built = self._build(name, builder, args)
         self.per_host: dict[str, pulumi.Resource] = {builder.name: built}
@@ -86,11 +83,11 @@ class TrainingImage(pulumi.ComponentResource):
     def _build(self, name: str, host: ImageHost, args: TrainingImageArgs) -> docker.RemoteImage:
         return docker.RemoteImage(
             f"{name}-{host.name}-build",
-            name=args.tag,
+            name=args.source.tag,
             build=docker.RemoteImageBuildArgs(
-                context=str(args.context_dir),
-                dockerfile=str(args.context_dir / "Dockerfile"),
-                build_args=args.build_args,
+                context=str(args.source.context_dir),
+                dockerfile=str(args.source.context_dir / "Dockerfile"),
+                build_args=args.source.build_args,
             ),
             keep_locally=False,
             opts=pulumi.ResourceOptions(parent=self, provider=host.engine, depends_on=list(args.after)),
@@ -106,16 +103,16 @@ class TrainingImage(pulumi.ComponentResource):
             create=built.image_id.apply(
                 lambda image_id: shlex.join(
                     [
-                        "env", f"DSLAB_GEN={generation}", *script, "ship", args.tag, args.step, image_id,
+                        "env", f"DSLAB_GEN={generation}", *script, "ship", self.tag, args.step, image_id,
                         builder.ssh_destination, host.ssh_destination, "--", *args.ssh_options,
                     ]
                 )  # fmt: skip
             ),
-            delete=shlex.join([*script, "remove", args.tag, args.step, host.ssh_destination, "--", *args.ssh_options]),
+            delete=shlex.join([*script, "remove", self.tag, args.step, host.ssh_destination, "--", *args.ssh_options]),
             stdin=script_text(MARK_SCRIPT),
             logging=command.local.Logging.STDERR,
             add_previous_output_in_env=False,
             # A new tag ships anew, then the old copy goes (after the containers that use it).
-            triggers=[args.tag],
+            triggers=[self.tag],
             opts=pulumi.ResourceOptions(parent=self, depends_on=[built, *args.after]),
         )

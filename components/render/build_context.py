@@ -12,6 +12,7 @@ import os
 import shutil
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -146,3 +147,24 @@ def _prune(parent: Path, keep: Path) -> None:
     for path in parent.iterdir():
         if path != keep and path.is_dir() and path.stat().st_mtime < oldest:
             shutil.rmtree(path, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class ImageSource:
+    """What an engine builds an image from: its tag, its context directory, its build args."""
+
+    tag: str
+    context_dir: Path
+    build_args: dict[str, str]
+
+
+def training_image_source(image: ImageConfig, project_dir: Path) -> ImageSource:
+    entries = context_entries(image, project_dir)
+    tag = image_tag(image, entries)
+    return ImageSource(tag, context_dir(entries, tag), build_args(image))
+
+
+def ipsec_image_source(image: ImageConfig) -> ImageSource:
+    entries = ipsec_context_entries()
+    tag = ipsec_image_tag(image, entries)
+    return ImageSource(tag, context_dir(entries, tag), {"BASE_IMAGE": image.base_image})

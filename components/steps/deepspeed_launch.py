@@ -12,12 +12,12 @@ import pulumi
 import pulumi_command as command
 
 from components.config import PreflightConfig
-from components.connection import RemoteHost
-from components.file_bundle import PlacedFile, bundle
-from components.host_command import bash_stdin_call, host_script, script_text
+from components.hosts.remote_host import RemoteHost
+from components.render.file_bundle import PlacedFile, bundle
+from components.hosts.host_script import bash_stdin_call, host_script, script_text
 from components.naming import component_type
-from components.preflight import Preflight, PreflightArgs
-from components.run_files import DEEPSPEED_ENV_PATH, RUN_DIR
+from components.steps.preflight import Preflight, PreflightArgs
+from components.render.run_files import DEEPSPEED_ENV_PATH, RUN_DIR
 
 RUN_FILES_STEP = "run-files"
 
@@ -30,27 +30,27 @@ class DeepSpeedLaunchArgs:
     container_name: str
     workdir: str
     argv: list[str]
-    """The deepspeed command line (components.launch_argv)."""
+    """The deepspeed command line (components.render.launch_argv)."""
     hostfile: str
     ds_config: str
     dataset_info: str | None
-    """LLaMA-Factory's dataset_info.json (components.dataset_info), placed beside ds_config.json."""
+    """LLaMA-Factory's dataset_info.json (components.render.dataset_info), placed beside ds_config.json."""
     deepspeed_env: pulumi.Input[str]
     """.deepspeed_env text; it names the overlay interface, known once the container runs."""
     wait: bool
     stall_timeout: int
     """Seconds of a silent log after which the run is stopped; 0 never."""
     loss_plot: str | None
-    """The loss curve the run draws in the manager container (components.loss_plot), if any."""
+    """The loss curve the run draws in the manager container (components.render.loss_plot), if any."""
     mesh: list[pulumi.Resource]
     """The SSH mesh's steps: the run waits for them."""
     container_ids: dict[str, pulumi.Input[str]]
     """Host name -> its container's id: a new container runs training again."""
     file_generations: dict[str, int]
-    """Host name -> the generation the run files' Command runs with (components.host_facts)."""
+    """Host name -> the generation the run files' Command runs with (components.hosts.probe)."""
     preflight: PreflightConfig
     preflight_argv: list[str]
-    """The deepspeed command of the preflight's all-reduce (components.launch_argv)."""
+    """The deepspeed command of the preflight's all-reduce (components.render.launch_argv)."""
 
 
 def launch_result(stdout: str) -> dict[str, Any]:

@@ -6,16 +6,16 @@ from dataclasses import dataclass
 
 import pulumi
 
-from components.connection import RemoteHost
+from components.hosts.remote_host import RemoteHost
 from components.naming import component_type
-from components.host_command import host_script
+from components.hosts.host_script import host_script
 
 
 @dataclass(frozen=True)
 class InputCheckArgs:
     hosts: tuple[RemoteHost, ...]
     paths: tuple[tuple[str, str], ...]
-    """(what it is, path on the host), from components.workload_inputs.required_paths."""
+    """(what it is, path on the host), from components.render.workload_inputs.required_paths."""
     image_tag: str
     """A new image (hence new containers) checks again."""
 

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.address_plan import AddressPlan
+from components.config.address_plan import AddressPlan
 from components.config import LabConfig, LlamaFactoryWorkload
-from components.dataset_info import render_dataset_info
-from components.deepspeed_env import deepspeed_environment, render_deepspeed_env
-from components.ds_config import render_ds_config
-from components.hostfile import render_hostfile
-from components.launch_argv import launch_argv_for, preflight_argv_for
+from components.render.dataset_info import render_dataset_info
+from components.render.deepspeed_env import deepspeed_environment, render_deepspeed_env
+from components.render.ds_config import render_ds_config
+from components.render.hostfile import render_hostfile
+from components.render.launch_argv import launch_argv_for, preflight_argv_for
 
 RUN_DIR = "/opt/dslab/run"
 """Where the hostfile, ds_config.json, dataset_info.json, the log and the status file live in

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.address_plan import AddressPlan
+from components.config.address_plan import AddressPlan
 from components.config import Host, LabConfig, Mount
 from components.config import GpuRequestValue, size_to_mb
-from components.workload_inputs import workload_mounts
+from components.render.workload_inputs import workload_mounts
 
 
 def gpus_value(gpus: GpuRequestValue) -> str | None:

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pulumi
 import pulumi_docker as docker
-from pydantic import SecretStr
 
 from components.config import Host, OperatorConfig
 
@@ -48,9 +47,7 @@ def private_key_file(operator: OperatorConfig) -> str:
     name does not change while the key does not."""
     if operator.private_key_path is not None:
         return operator.private_key_path
-    if not isinstance(operator.private_key, SecretStr):
-        raise ValueError("dslab:operator.private_key could not be decrypted; run through `pulumi up`")
-    text = operator.private_key.get_secret_value().rstrip("\n") + "\n"
+    text = operator.secret_key_text()
     folder = Path(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()) / f"dslab-keys-{os.getuid()}"
     folder.mkdir(mode=0o700, exist_ok=True)
     path = folder / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.key"
@@ -59,6 +56,16 @@ def private_key_file(operator: OperatorConfig) -> str:
         with os.fdopen(descriptor, "w") as key:
             key.write(text)
     return str(path)
+
+
+def operator_ssh_line(operator: OperatorConfig, host: Host, command: str, *, tty: bool = False) -> str:
+    """An ssh command line for the operator's shell that runs `command` on `host` with the
+    stack's key and known_hosts (strict host keys, as the program does)."""
+    return (
+        f"ssh -i {operator.private_key_path or '<your key>'} -o UserKnownHostsFile={operator.known_hosts_path} "
+        f"-o StrictHostKeyChecking=yes -p {host.ssh_port} {'-t ' if tty else ''}"
+        f"{host.ssh_user}@{host.address} {command}"
+    )
 
 
 def host_engine(host: Host, operator: OperatorConfig, parent: pulumi.Resource) -> docker.Provider:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_docker as docker
 
-from components.container_spec import ContainerSpec
+from components.render.container_spec import ContainerSpec
 from components.naming import component_type
 
 READY_CHECK = ["CMD", "/opt/dslab/ready.sh"]

@@ -9,7 +9,7 @@ import stat
 from pathlib import Path
 
 from components.config import LabConfig, LabConfigError, format_path
-from components.known_hosts import host_key, host_pattern
+from components.hosts.known_hosts import host_key, host_pattern
 from components.paths import project_path
 
 

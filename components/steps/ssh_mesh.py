@@ -10,9 +10,9 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_command as command
 
-from components.file_bundle import PlacedFile, bundle
-from components.host_command import host_script
-from components.mesh_files import MeshNode, render_authorized_keys, render_known_hosts, render_ssh_config
+from components.render.file_bundle import PlacedFile, bundle
+from components.hosts.host_script import host_script
+from components.render.mesh_files import MeshNode, render_authorized_keys, render_known_hosts, render_ssh_config
 from components.naming import component_type
 
 KEYS_STEP = "keys"
@@ -30,7 +30,7 @@ class MeshMember:
     address: str
     ssh_port: int
     generations: dict[str, int]
-    """Step -> the generation its Command runs with (components.host_facts): the keys, the
+    """Step -> the generation its Command runs with (components.hosts.probe): the keys, the
     trust files, and on the manager the reach check."""
 
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_command as command
 
-from components.connection import RemoteHost
-from components.host_command import host_script
+from components.hosts.remote_host import RemoteHost
+from components.hosts.host_script import host_script
 from components.naming import component_type
 
 
@@ -18,9 +18,9 @@ class SwarmArgs:
     manager: RemoteHost
     workers: tuple[RemoteHost, ...]
     generations: dict[str, int]
-    """Host name -> the generation its swarm step runs with (components.host_facts)."""
+    """Host name -> the generation its swarm step runs with (components.hosts.probe)."""
     known_nodes: dict[str, str]
-    """Host name -> the node id it already has in this swarm (components.host_facts): known to
+    """Host name -> the node id it already has in this swarm (components.hosts.probe): known to
     the preview, so a container labelled with it does not show as replaced."""
     after: tuple[pulumi.Resource, ...] = ()
     """What must exist before any host is touched (the host claims)."""

@@ -23,7 +23,7 @@ class HostClaimsArgs:
 
 class HostClaims(pulumi.ComponentResource):
     """Creates, per host, a `docker.Volume` `dslab-claim` labelled with the stack. A host that
-    another stack holds is refused by the hosts' probe (components.host_facts) before anything
+    another stack holds is refused by the hosts' probe (components.hosts.probe) before anything
     is registered; everything else on the hosts depends on the claims, so they are released
     last on `pulumi destroy`, and a claim removed behind our back is made again by the next
     `up` (the refresh finds it gone).

@@ -3,7 +3,7 @@
 shows) stays short, and the host needs only bash.
 
 A Command has no read: what a step keeps inside a container is checked by the hosts' probe
-instead (components.host_facts, on every preview and up), which hands the step its generation:
+instead (components.hosts.probe, on every preview and up), which hands the step its generation:
 the one the step left while its work is intact, the next one when not. The generation is part
 of the command line, so a changed one runs the Command again in place (an update), once.
 Scripts write progress to stderr, streamed to the Pulumi log, and a result, if any, to stdout.
@@ -56,7 +56,7 @@ def host_script(
     `<script> DELETE_ARGS` when deleted if given: the provider feeds the same stdin to both.
 
     DATA follows the script on stdin, for the script to read (it ends in `exit`, so bash never
-    takes the data for commands). GENERATION is the kept step's (components.host_facts)."""
+    takes the data for commands). GENERATION is the kept step's (components.hosts.probe)."""
     text = script_text(script)
     stdin: pulumi.Input[str] = text if data is None else pulumi.Output.from_input(data).apply(lambda body: text + body)
     return command.remote.Command(

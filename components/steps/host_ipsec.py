@@ -8,9 +8,9 @@ import pulumi
 import pulumi_command as command
 import pulumi_docker as docker
 
-from components.connection import RemoteHost
-from components.host_command import host_script
-from components.image import TrainingImage, TrainingImageArgs
+from components.hosts.remote_host import RemoteHost
+from components.hosts.host_script import host_script
+from components.steps.training_image import TrainingImage, TrainingImageArgs
 from components.naming import component_type
 from components.paths import ASSETS_DIR
 
@@ -102,6 +102,6 @@ class HostIpsec(pulumi.ComponentResource):
             host.command,
             "host/ipsec-tunnels.sh",
             ["wait", container.id, host.address, str(TUNNEL_WAIT_SECONDS), *peers],
-            delete_args=["down", args.image.tag, str(ROUTE_TABLE)],
+            delete_args=["down", args.image.source.tag, str(ROUTE_TABLE)],
             opts=pulumi.ResourceOptions(parent=self, depends_on=[container]),
         )

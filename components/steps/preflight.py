@@ -11,7 +11,7 @@ import pulumi
 import pulumi_command as command
 
 from components.config import PreflightConfig
-from components.connection import RemoteHost
+from components.hosts.remote_host import RemoteHost
 from components.naming import component_type
 
 
@@ -23,7 +23,7 @@ class PreflightArgs:
     run_dir: str
     """Holds the hostfile on every node (placed before) and the all-reduce's log."""
     argv: list[str]
-    """The deepspeed command running allreduce_bench.py (components.launch_argv)."""
+    """The deepspeed command running allreduce_bench.py (components.render.launch_argv)."""
     settings: PreflightConfig
     triggers: list[pulumi.Input[Any]]
     """What runs training again runs the preflight again: the run's files and its argv."""

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import pulumi
 import pulumi_docker as docker
 
-from components.connection import RemoteHost
+from components.hosts.remote_host import RemoteHost
 from components.naming import component_type
-from components.host_command import host_script
+from components.hosts.host_script import host_script
 
 
 @dataclass(frozen=True)
@@ -24,14 +25,15 @@ class OverlayNetworkArgs:
     mtu: int | None
     """None: the smallest MTU of the hosts' interfaces minus the VXLAN overhead."""
     interface_mtus: tuple[int, ...]
-    """The MTU of each host's interface that holds its address (components.host_facts, read
+    """The MTU of each host's interface that holds its address (components.hosts.probe, read
     on every preview and up): a host that joins the list is known to the preview."""
-    encrypted: bool
-    """Docker's own IPsec (network.ipsec: docker)."""
-    tunnel_overhead: int = 0
-    """Bytes a tunnel under the overlay adds to each VXLAN packet (network.ipsec: strongswan)."""
-    tunnel_limit: int | None = None
-    """The largest packet that tunnel takes."""
+    encryption: Literal["none", "docker", "strongswan"] = "none"
+    """Docker's own IPsec on the overlay, or strongSwan's tunnels under it (components.steps.host_ipsec),
+    whose packets are larger and at most LIBIPSEC_MTU."""
+
+    @property
+    def docker_ipsec(self) -> bool:
+        return self.encryption == "docker"
 
 
 MTU_OPTION = "com.docker.network.driver.mtu"
@@ -61,6 +63,13 @@ def overlay_mtu(interface_mtus: list[int], tunnel_overhead: int = 0, tunnel_limi
     if tunnel_limit is not None:
         underlay = min(underlay, tunnel_limit)
     return underlay - VXLAN_OVERHEAD
+
+
+def tunnel_mtu(overlay: int) -> int:
+    """The largest packet strongSwan's tunnel must take for the overlay's VXLAN packets: a
+    configured network.mtu may ask for more than it takes, and VXLAN packets are then
+    fragmented before they enter it."""
+    return min(overlay + VXLAN_OVERHEAD, LIBIPSEC_MTU)
 
 
 def driver_mtu_option(mtu: int) -> int:
@@ -97,23 +106,28 @@ class OverlayNetwork(pulumi.ComponentResource):
                 [host.name],
                 opts=pulumi.ResourceOptions(parent=self),
             )
-            for host in (args.hosts if args.encrypted else ())
+            for host in (args.hosts if args.docker_ipsec else ())
         ]
         if args.mtu is not None:
             mtu = args.mtu
         else:
-            mtu = overlay_mtu(list(args.interface_mtus), args.tunnel_overhead, args.tunnel_limit)
+            tunnel = args.encryption == "strongswan"
+            mtu = overlay_mtu(
+                list(args.interface_mtus),
+                tunnel_overhead=ESP_IN_UDP_OVERHEAD if tunnel else 0,
+                tunnel_limit=LIBIPSEC_MTU if tunnel else None,
+            )
         self.mtu = pulumi.Output.from_input(mtu)
         driver_mtu = self.mtu.apply(lambda mtu: str(driver_mtu_option(mtu)))
         options: dict[str, pulumi.Input[str]] = {MTU_OPTION: driver_mtu}
-        if args.encrypted:
+        if args.docker_ipsec:
             options[ENCRYPTED_OPTION] = ""
         # The engine adds options of its own (the VXLAN id), which refresh reads back: the
         # options are ignored after creation and repeated as labels, which are read back as
         # they are, so a new MTU or encryption setting still replaces the network.
         labels = [
             docker.NetworkLabelArgs(label="dslab.driver-mtu", value=driver_mtu),
-            docker.NetworkLabelArgs(label="dslab.encrypted", value=str(args.encrypted).lower()),
+            docker.NetworkLabelArgs(label="dslab.encrypted", value=str(args.docker_ipsec).lower()),
         ]
         # On the manager's engine (the component's `providers` option); workers see it when
         # a container of theirs attaches.

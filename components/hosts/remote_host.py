@@ -1,5 +1,5 @@
 """How components see a host: its name, its address, and the connection a
-`command.remote.Command` takes to it (components.command_connection)."""
+`command.remote.Command` takes to it (components.hosts.credentials)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pulumi_command as command
 
-from components.command_connection import OperatorCredentials, command_connection
+from components.hosts.credentials import OperatorCredentials, command_connection
 from components.config import Host
 
 
