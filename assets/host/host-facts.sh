@@ -51,45 +51,33 @@ docker ps --all --filter label=dslab.owner --format '{{.Label "dslab.owner"}}' |
   awk -v owner="$owner" 'NF && $0 != owner {print "used-by", $0}'
 
 # What the program keeps on this host and inside this stack's running containers
-# (host/lib/step-mark.sh):
+# (host/lib/step-mark.sh), each mark checked by sh where it is (the containers need no bash):
 #   step STEP N         intact as placed with generation N
 #   step STEP N+1 WHAT  not: the next `up` runs the step again, with generation N+1
-report_marks() {  # DIR RUNNER: each mark in DIR, its check run by RUNNER (sh or bash)
-  local dir=$1 runner=$2 mark step generation differs found
-  for mark in "$dir"/*.gen; do
-    [[ -e "$mark" ]] || continue
-    step=$(basename "$mark" .gen) generation=$(cat "$mark")
-    [[ "$generation" =~ ^[0-9]+$ ]] || generation=0
-    if found=$(timeout 15 "$runner" "$dir/$step.check" 2>&1); then
-      echo "step $step $generation"
-    else
-      differs=$(printf '%s\n' "$found" | tail -n 1)
-      echo "step $step $((generation + 1)) ${differs:-its check failed}"
-    fi
-  done
-}
-report_marks ~/.dslab/steps bash  # ~: the passwd entry when HOME is unset
-for id in $(docker ps --quiet --filter "label=dslab.owner=$owner"); do
-  docker exec "$id" sh -c '
-    cd /opt/dslab/steps 2>/dev/null || exit 0
-    for mark in *.gen; do
-      [ -e "$mark" ] || continue
-      step=${mark%.gen} generation=$(cat "$mark")
-      case $generation in ""|*[!0-9]*) generation=0 ;; esac
-      if [ -e "$step.sha256" ]; then
-        differs=$(sha256sum --check --quiet "$step.sha256" 2>/dev/null | sed -n "s/: FAILED.*//p" | tr "\n" " ")
-        [ -z "$differs" ] || differs="changed or removed: $differs"
-      elif [ -e "$step.check" ]; then
-        if found=$(timeout 15 sh "$step.check" 2>&1); then
-          differs=""
-        else
-          differs=$(printf "%s\n" "$found" | tail -n 1)
-          [ -n "$differs" ] || differs="its check failed"
-        fi
+# shellcheck disable=SC2016  # expanded by the sh that runs it
+report_marks='
+  cd "$1" 2>/dev/null || exit 0
+  for mark in *.gen; do
+    [ -e "$mark" ] || continue
+    step=${mark%.gen} generation=$(cat "$mark")
+    case $generation in ""|*[!0-9]*) generation=0 ;; esac
+    if [ -e "$step.sha256" ]; then
+      differs=$(sha256sum --check --quiet "$step.sha256" 2>/dev/null | sed -n "s/: FAILED.*//p" | tr "\n" " ")
+      [ -z "$differs" ] || differs="changed or removed: $differs"
+    elif [ -e "$step.check" ]; then
+      if found=$(timeout 15 sh "$step.check" 2>&1); then
+        differs=""
       else
-        differs="its check is gone"
+        differs=$(printf "%s\n" "$found" | tail -n 1)
+        [ -n "$differs" ] || differs="its check failed"
       fi
-      if [ -z "$differs" ]; then echo "step $step $generation"; else echo "step $step $((generation + 1)) $differs"; fi
-    done
-  ' || true
+    else
+      differs="its check is gone"
+    fi
+    if [ -z "$differs" ]; then echo "step $step $generation"; else echo "step $step $((generation + 1)) $differs"; fi
+  done
+'
+sh -c "$report_marks" marks ~/.dslab/steps  # ~: the passwd entry when HOME is unset
+for id in $(docker ps --quiet --filter "label=dslab.owner=$owner"); do
+  docker exec "$id" sh -c "$report_marks" marks /opt/dslab/steps || true
 done

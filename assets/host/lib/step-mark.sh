@@ -33,7 +33,7 @@ mark_check() {
 # same way; its delete removes the mark.
 HOST_STEP_DIR=~/.dslab/steps  # ~: the passwd entry when HOME is unset
 
-# mark_host_check STEP COMMAND: COMMAND (run by bash on the host) checks the step.
+# mark_host_check STEP COMMAND: COMMAND (run by sh on the host) checks the step.
 mark_host_check() {
   mkdir -p "$HOST_STEP_DIR"
   printf '%s\n' "$2" >"$HOST_STEP_DIR/$1.check"
