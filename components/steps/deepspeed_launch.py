@@ -113,12 +113,12 @@ class DeepSpeedLaunch(pulumi.ComponentResource):
         ]
         # What the run is: new files, a new command line or a new container runs it again (files
         # put back after a change inside a container are the same files: no new run).
-        run_inputs: list[pulumi.Input[str]] = [
+        placed_inputs: list[pulumi.Input[str]] = [
             *containers,
             *(bundles[host].apply(lambda text: hashlib.sha256(text.encode()).hexdigest()) for host in sorted(bundles)),
-            shlex.join(args.argv),
         ]
         # The preflight re-runs with training: the same files, the same argv.
+        run_inputs = [*placed_inputs, shlex.join(args.argv)]
         before_run: list[pulumi.Resource] = list(placed)
         self.preflight = None
         if args.preflight.enabled:
@@ -142,7 +142,7 @@ class DeepSpeedLaunch(pulumi.ComponentResource):
             "--", *args.argv,
         ]  # fmt: skip
         run_call = bash_stdin_call("run", *launch_args)
-        triggers: list[pulumi.Input[Any]] = [*run_inputs, run_call]
+        triggers: list[pulumi.Input[Any]] = [*placed_inputs, run_call]
         if self.preflight is not None:
             triggers.append(self.preflight.resource.id)
         # Only a trigger runs training again (a new Command); any other change (a new key file

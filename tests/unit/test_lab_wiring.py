@@ -282,7 +282,7 @@ def test_without_preflight_training_follows_the_run_files_directly(mocks: Record
         assert not any("preflight" in name for name in mocks.resources)
         triggers = mocks.resources["lab-training-run"].inputs["triggers"]
         assert triggers[:2] == ["server1-llm-id", "server2-llm-id"], "a new container runs it again"
-        assert len(triggers) == 6 and "lab-training-preflight-check-id" not in triggers, "files, argv, command: no preflight"
+        assert len(triggers) == 5 and "lab-training-preflight-check-id" not in triggers, "files, the command: no preflight"
 
     return everything_registered(lab).apply(check)
 
