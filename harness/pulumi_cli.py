@@ -29,7 +29,7 @@ def error_lines(output: str, context: int = 12) -> str:
     lines = output.splitlines()
     keep: set[int] = set()
     for index, line in enumerate(lines):
-        if "Error" in line and "error:" not in line.lower()[:0] or "RemoteScriptError" in line or "failed on" in line:
+        if "Error" in line and "error:" not in line.lower()[:0] or "failed on" in line:
             keep.update(range(index, min(index + context, len(lines))))
     return "\n".join(lines[index] for index in sorted(keep))[-8000:]
 

@@ -45,10 +45,10 @@ BUILD_CACHE_REPOSITORY = "dslab-test-cache"
 
 def keep_build_cache(hosts: tuple[str, ...] = ("server1", "server2")) -> None:
     """Tags every `dslab/*` image on the hosts under `dslab-test-cache/`, which no destroy
-    removes: the engines' classic builder caches layers only in images it still holds, so
-    without this each test module's stack built its image from nothing again (~4 min on 2
-    cores); with it, later modules build from cache, as a redeploy does. The first module
-    still builds cold. The simulator's `down` removes the tags with the hosts."""
+    removes: the engines' classic builder (the release's, which the upgrade test runs) caches
+    layers only in images it still holds, so without this every module's release build started
+    from nothing (~4 min on 2 cores). This version's builds go through the engine's BuildKit,
+    whose cache outlives the images. The simulator's `down` removes the tags with the hosts."""
     for host in hosts:
         images = on_host(host, "docker", "images", "--format", "{{.Repository}}:{{.Tag}}", "--filter", "reference=dslab/*")
         for image in images.split():
