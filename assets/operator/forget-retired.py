@@ -4,8 +4,9 @@ stack's state, so the current version can take the stack over: `make upgrade STA
 Nothing on the hosts is touched. What those steps made (the swarm, the claims, the keys inside
 the containers) is taken over by the next `pulumi up`, whose steps make the same things
 idempotently. The image is built again by each engine's builder (its id changes, so the
-containers are made again, each at its address); the older image is left untagged on each
-host (`docker image prune` removes it). An IPsec container (network.ipsec: strongswan) has the
+containers are made again, each at its address). The older image stays on the hosts: under
+its tag when this version's tag differs (the command names each, to remove once `up` has run),
+else untagged (`docker image prune` removes it). An IPsec container (network.ipsec: strongswan) has the
 same name as this version's: turn IPsec off and `up` with the older version first. The state is exported, the retired resources
 and every reference to them removed, and imported again; the export is kept beside it as a
 backup (`<stack>.before-upgrade.json`).
@@ -30,6 +31,23 @@ def pulumi(*args: str) -> str:
     if completed.returncode != 0:
         sys.exit(f"pulumi {' '.join(args)} failed:\n{completed.stderr.strip()}")
     return completed.stdout
+
+
+IMAGE_SCRIPTS = ("host/image-build.sh", "host/image-load.sh")
+"""The retired steps that put an image on a host: their first argument is its tag."""
+
+
+def retired_images(resources: list[dict[str, Any]]) -> dict[str, set[str]]:
+    """Tag -> the hosts (or addresses) the older version put it on."""
+    images: dict[str, set[str]] = {}
+    for resource in resources:
+        inputs = resource.get("inputs") or {}
+        create = inputs.get("create") or {}
+        if resource["type"].startswith(RETIRED) and create.get("script") in IMAGE_SCRIPTS and create.get("args"):
+            connection = inputs.get("connection") or {}
+            host = connection.get("name") or connection.get("host") or "its host"
+            images.setdefault(str(create["args"][0]), set()).add(str(host))
+    return images
 
 
 def without_retired(deployment: dict[str, Any]) -> tuple[dict[str, Any], int]:
@@ -64,7 +82,12 @@ def main(stack: str) -> None:
     pulumi("stack", "import", "--stack", stack, "--file", str(upgraded))
     upgraded.unlink()
     print(f"{stack}: forgot {forgotten} resources of the older version (backup: {backup}); now run `pulumi up`")
-    print("(the older image stays on each host untagged: `docker image prune` there removes it)")
+    for tag, hosts in sorted(retired_images(exported["deployment"].get("resources") or []).items()):
+        print(
+            f"the older version's image {tag} stays on {', '.join(sorted(hosts))}: once `pulumi up` has run, "
+            f"`docker image rm {tag}` there removes it (refused while a container uses it)"
+        )
+    print("(an older image whose tag this version took stays untagged: `docker image prune` removes it)")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ swapped for this checkout's, on the same stack and state.
 from __future__ import annotations
 
 import io
+import re
 import shutil
 import subprocess
 import tarfile
@@ -106,6 +107,8 @@ def test_a_stack_the_release_made_is_taken_over_after_one_upgrade_command(stack:
 
     said = forget_retired(stack)
     assert said.startswith(f"{STACK}: forgot ") and "now run `pulumi up`" in said, said
+    release_tags = re.findall(r"the older version's image (\S+) stays on server1, server2", said)
+    assert len(release_tags) == 1 and release_tags[0].startswith("dslab/train:"), said
     assert forget_retired(stack).startswith(f"{STACK}: nothing to forget"), "a second run changes nothing"
     stack.pulumi("up", "--yes")
     after = containers()
@@ -118,6 +121,10 @@ def test_a_stack_the_release_made_is_taken_over_after_one_upgrade_command(stack:
     login = on_host("server1", "docker", "exec", "llm", "ssh", "-o", "BatchMode=yes", "server2", "hostname", check=False)
     assert login.strip(), "the manager logs in to the worker: the mesh was made for the new containers"
     stack.pulumi("preview", "--expect-no-changes")
+    for host in HOSTS:
+        # What the upgrade said to do with the release's image, now that `up` has run (refused
+        # where this version's image has the same tag: its container uses it).
+        on_host(host, "docker", "image", "rm", release_tags[0], check=False)
 
     stack.pulumi("destroy", "--yes")
     for host in HOSTS:
@@ -126,7 +133,7 @@ def test_a_stack_the_release_made_is_taken_over_after_one_upgrade_command(stack:
         assert on_host(host, "docker", "info", "--format", "{{.Swarm.LocalNodeState}}").strip() == "inactive"
         images = on_host(host, "docker", "images", "--quiet", "dslab/train").split()
         assert images == [], f"{host}: no image of ours is left tagged"
-        # The release's own image lost its tag to this version's: left untagged, as the upgrade says.
+        # A release image whose tag this version took is left untagged, as the upgrade says.
         on_host(host, "docker", "image", "prune", "--force")
         dangling = on_host(host, "docker", "images", "--quiet", "--filter", "dangling=true").split()
         assert dangling == [], f"{host}: nothing else once pruned"
