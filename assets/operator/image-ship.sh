@@ -12,8 +12,9 @@
 set -euo pipefail
 # shellcheck source=../host/lib/ticker.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../host/lib/ticker.sh"
-action=$1 tag=$2 step=$3
+action=$1 tag=$2 step=$3 id=
 shift 3
+[[ $action != ship ]] || { id=$1; shift; }
 hosts=()
 while [[ $# -gt 0 && $1 != -- ]]; do hosts+=("$1"); shift; done
 shift  # --
@@ -31,7 +32,7 @@ mark() {  # mark TO ACTION: host/image-mark.sh ACTION TAG STEP on TO
 
 case $action in
   ship)
-    id=${hosts[0]} from=${hosts[1]} to=${hosts[2]}
+    from=${hosts[0]} to=${hosts[1]}
     if [[ "$(on "$to" docker image inspect "$tag" --format '{{.Id}}' 2>/dev/null)" == "$id" ]]; then
       echo "$tag already on ${to%:*}" >&2
     else
