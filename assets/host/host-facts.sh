@@ -32,23 +32,46 @@ if [[ "$want_mtu" == yes ]]; then
   fi
 fi
 
-ids=$(docker ps --all --quiet --filter "label=dslab.owner=$owner")
-if [[ -n "$ids" ]]; then
+# The engine's answers are asked for all at once (each docker call is a round trip to the
+# engine, the containers' checks the longest): every part writes its own file, printed in order.
+facts=$(mktemp -d)
+trap 'rm -rf "$facts"' EXIT
+parts=()
+part() {  # part NAME COMMAND...: COMMAND's output, in the background, as part NAME
+  "${@:2}" >"$facts/$1" &
+  parts+=($!)
+}
+
+# Every container of any stack here: ID STATE OWNER.
+containers=$(docker ps --all --filter label=dslab.owner --format '{{.ID}} {{.State}} {{.Label "dslab.owner"}}')
+ours=$(awk -v owner="$owner" '$3 == owner {print $1}' <<<"$containers")
+running=$(awk -v owner="$owner" '$3 == owner && $2 == "running" {print $1}' <<<"$containers")
+
+held() {
   # shellcheck disable=SC2086  # one argument per container id
-  docker inspect --format "{{index .Config.Labels \"dslab.host\"}} {{with index .NetworkSettings.Networks \"$network\"}}{{with .IPAMConfig}}{{.IPv4Address}}{{end}}{{end}}" $ids |
+  docker inspect --format "{{index .Config.Labels \"dslab.host\"}} {{with index .NetworkSettings.Networks \"$network\"}}{{with .IPAMConfig}}{{.IPv4Address}}{{end}}{{end}}" $ours |
     awk 'NF == 2 {print "held", $1, $2}'
-fi
-# No such network here (no container on it yet): nothing in use that this host can see.
-docker network inspect --verbose --format '{{range .Services}}{{range .Tasks}}{{.EndpointIP}}{{"\n"}}{{end}}{{end}}' "$network" 2>/dev/null |
-  awk 'NF == 1 {print "in-use", $1}' || true
-if [[ "$(docker info --format '{{.Swarm.LocalNodeState}}')" == active ]]; then
-  docker info --format '{{.Swarm.NodeID}} {{.Swarm.ControlAvailable}}{{range .Swarm.RemoteManagers}} {{.Addr}}{{end}}' |
-    awk '{role = ($2 == "true") ? "manager" : "worker"; $2 = role; print "swarm-node", $0}'
-fi
-claim=$(docker volume inspect dslab-claim --format '{{index .Labels "dslab.owner"}}' 2>/dev/null || true)
-[[ -z "$claim" ]] || echo "claimed-by $claim"
-docker ps --all --filter label=dslab.owner --format '{{.Label "dslab.owner"}}' | sort -u |
-  awk -v owner="$owner" 'NF && $0 != owner {print "used-by", $0}'
+}
+in_use() {
+  # No such network here (no container on it yet): nothing in use that this host can see.
+  docker network inspect --verbose --format '{{range .Services}}{{range .Tasks}}{{.EndpointIP}}{{"\n"}}{{end}}{{end}}' "$network" 2>/dev/null |
+    awk 'NF == 1 {print "in-use", $1}' || true
+}
+swarm_node() {
+  docker info --format '{{.Swarm.LocalNodeState}} {{.Swarm.NodeID}} {{.Swarm.ControlAvailable}}{{range .Swarm.RemoteManagers}} {{.Addr}}{{end}}' |
+    awk '$1 == "active" {$1 = "swarm-node"; $3 = ($3 == "true") ? "manager" : "worker"; print}'
+}
+claimed_by() {
+  local claim
+  claim=$(docker volume inspect dslab-claim --format '{{index .Labels "dslab.owner"}}' 2>/dev/null || true)
+  [[ -z "$claim" ]] || echo "claimed-by $claim"
+}
+
+[[ -z "$ours" ]] || part 1-held held
+part 2-in-use in_use
+part 3-swarm swarm_node
+part 4-claim claimed_by
+awk -v owner="$owner" '$3 != owner {print "used-by", $3}' <<<"$containers" | sort -u >"$facts/5-used-by"
 
 # What the program keeps on this host and inside this stack's running containers
 # (host/lib/step-mark.sh), each mark checked by sh where it is (the containers need no bash):
@@ -77,7 +100,16 @@ report_marks='
     if [ -z "$differs" ]; then echo "step $step $generation"; else echo "step $step $((generation + 1)) $differs"; fi
   done
 '
-sh -c "$report_marks" marks ~/.dslab/steps  # ~: the passwd entry when HOME is unset
-for id in $(docker ps --quiet --filter "label=dslab.owner=$owner"); do
-  docker exec "$id" sh -c "$report_marks" marks /opt/dslab/steps || true
+part 6-host-steps sh -c "$report_marks" marks ~/.dslab/steps  # ~: the passwd entry when HOME is unset
+container_steps() {
+  docker exec "$1" sh -c "$report_marks" marks /opt/dslab/steps || true
+}
+for id in $running; do
+  part "7-steps-$id" container_steps "$id"
 done
+
+# A part that failed (the engine gone mid-way) fails the whole answer, as one command would.
+for pid in "${parts[@]}"; do
+  wait "$pid"
+done
+cat "$facts"/*

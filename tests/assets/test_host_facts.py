@@ -12,10 +12,12 @@ from pathlib import Path
 from components.paths import ASSETS_DIR
 
 STAND_IN_DOCKER = r"""#!/bin/bash
-# One running container of the stack, c1, whose root is $ROOT; no swarm, no claim, no network.
+# One running container of the stack, c1, whose root is $ROOT, and a stopped one of another
+# stack; no swarm, no claim, no network.
 case $1 in
-  ps) [[ " $* " == *" --all "* ]] || echo c1 ;;
-  info) echo inactive ;;
+  ps) printf '%s\n' 'c1 running org/dslab/dev' 'c9 exited org/other/prod' ;;
+  inspect) echo 'server1 10.0.3.128' ;;
+  info) echo 'inactive  false' ;;
   exec) shift 2; [[ $1 == sh && $2 == -c ]] && exec sh -c "$3" "$4" "$ROOT$5" ;;
   *) exit 1 ;;
 esac
@@ -54,11 +56,13 @@ def test_intact_steps_report_their_generation_and_changed_ones_the_next_with_the
     # sha256sum runs in the steps folder of the container: the path as the container sees it.
     mark(container_steps, "run-files", 5, sha256=f"{digest}  {hostfile}\n")
     mark(container_steps, "reach", 1, check="exit 0\n")
-    assert sorted(probe(tmp_path)) == [
+    assert probe(tmp_path) == [
+        "held server1 10.0.3.128",
+        "used-by org/other/prod",
         "step image 1 image dslab/train:abc is gone",
+        "step swarm 2",
         "step reach 1",
         "step run-files 5",
-        "step swarm 2",
     ]
 
     hostfile.write_text("server1 slots=8\n")
@@ -67,3 +71,20 @@ def test_intact_steps_report_their_generation_and_changed_ones_the_next_with_the
         "step reach 2 its check is gone",
         f"step run-files 6 changed or removed: {hostfile} ",
     ]
+
+
+def test_an_engine_call_that_fails_fails_the_whole_answer_with_its_message(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    # Every call but the container list fails, as an engine that stops mid-way.
+    (bin_dir / "docker").write_text(
+        "#!/bin/bash\n[[ $1 == ps ]] && exit 0\necho 'Cannot connect to the Docker daemon' >&2; exit 1\n"
+    )
+    (bin_dir / "docker").chmod(0o755)
+    ran = subprocess.run(
+        ["bash", str(ASSETS_DIR / "host" / "host-facts.sh"), "org/dslab/dev", "test-net", "10.0.0.1", "no"],
+        env={"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path / "home")},
+        capture_output=True, text=True, timeout=30, check=False,
+    )  # fmt: skip
+    assert ran.returncode != 0
+    assert ran.stderr.strip().splitlines()[-1] == "Cannot connect to the Docker daemon"
