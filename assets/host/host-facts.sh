@@ -71,7 +71,7 @@ claimed_by() {
 part 2-in-use in_use
 part 3-swarm swarm_node
 part 4-claim claimed_by
-awk -v owner="$owner" '$3 != owner {print "used-by", $3}' <<<"$containers" | sort -u >"$facts/5-used-by"
+awk -v owner="$owner" 'NF == 3 && $3 != owner {print "used-by", $3}' <<<"$containers" | sort -u >"$facts/5-used-by"
 
 # What the program keeps on this host and inside this stack's running containers
 # (host/lib/step-mark.sh), each mark checked by sh where it is (the containers need no bash):

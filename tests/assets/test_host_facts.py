@@ -88,3 +88,16 @@ def test_an_engine_call_that_fails_fails_the_whole_answer_with_its_message(tmp_p
     )  # fmt: skip
     assert ran.returncode != 0
     assert ran.stderr.strip().splitlines()[-1] == "Cannot connect to the Docker daemon"
+
+
+def test_a_host_with_no_container_of_any_stack_says_nothing_of_owners(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "docker").write_text("#!/bin/bash\n[[ $1 == info ]] && echo 'inactive  false'\n[[ $1 != volume ]]\n")
+    (bin_dir / "docker").chmod(0o755)
+    ran = subprocess.run(
+        ["bash", str(ASSETS_DIR / "host" / "host-facts.sh"), "org/dslab/dev", "test-net", "10.0.0.1", "no"],
+        env={"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path / "home")},
+        capture_output=True, text=True, timeout=30, check=True,
+    )  # fmt: skip
+    assert ran.stdout == ""
