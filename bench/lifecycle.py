@@ -125,7 +125,9 @@ class Floor:
         tag = image_tag(image, entries)
         self.tag = f"{tag}-floor"
         self.context = work / "context.tar"
-        with tarfile.open(self.context, "w") as tar:
+        # GNU, not Python's default PAX: the legacy builder reads a PAX header (written for the
+        # files' sub-second mtimes) on stdin as a Dockerfile, not as a context.
+        with tarfile.open(self.context, "w", format=tarfile.GNU_FORMAT) as tar:
             tar.add(context_dir(entries, tag), arcname=".")
         self.build_flags = [f"--build-arg={key}={value}" for key, value in sorted(arguments.items())]
         plan = config.address_plan()
