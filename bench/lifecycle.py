@@ -152,8 +152,24 @@ class Floor:
     def down(self) -> None:
         subprocess.run(["bash", str(FLOOR_DOWN), str(SSH_CONFIG), self.tag, self.network[0], *self.names], check=True)
 
+    def keep_build_cache(self) -> None:
+        """The floor's own anchor (keep_build_cache): the tool builds with the engine's BuildKit,
+        the floor with the classic builder (the hosts' CLI has no buildx), and neither finds
+        its layers in the other's cache."""
+        manager = self.names[0]
+        try:
+            on_host(manager, ["docker", "image", "inspect", FLOOR_CACHE_ANCHOR])
+            return
+        except RuntimeError:
+            pass  # no anchor yet
+        log("building the floor's image once for the manager's classic build cache")
+        self.up()
+        on_host(manager, ["docker", "tag", self.tag, FLOOR_CACHE_ANCHOR])
+        self.down()
+
 
 CACHE_ANCHOR = "dslab-bench/build-cache:anchor"
+FLOOR_CACHE_ANCHOR = "dslab-bench/build-cache:floor-anchor"
 
 
 def manager_tag(stack: BenchStack) -> str:
@@ -198,6 +214,7 @@ def cold_up_against_floor(hosts: int, runs: int, warm_up: bool) -> dict[str, Any
     with bench_stack() as stack:
         floor = Floor(stack, stack.cli.state_dir.parent)
         keep_build_cache(stack)
+        floor.keep_build_cache()
         if warm_up:
             log(f"{hosts} hosts: warm-up round")
             stack.up()
