@@ -14,6 +14,8 @@ from simhosts.proc import CommandError
 FAULTS: dict[str, Callable[[str], None]] = {
     "engine-stop": faults.stop_engine,
     "engine-start": faults.start_engine,
+    "engine-hang": faults.hang_engine,
+    "engine-resume": faults.resume_engine,
     "network-cut": faults.cut_network,
     "network-restore": faults.restore_network,
     "host-stop": faults.stop_host,

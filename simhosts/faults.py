@@ -28,6 +28,17 @@ def engine_running(name: str) -> bool:
     return run(["docker", "exec", host.container, "dslab-engine", "status"], check=False).returncode == 0
 
 
+def hang_engine(name: str) -> None:
+    """Freeze dockerd inside host ``name`` (SIGSTOP): its socket still accepts connections, no
+    call gets a reply, sshd answers, its containers run on. A deadlocked engine looks like this."""
+    docker("exec", host_by_name(name).container, "sh", "-c", 'kill -STOP "$(cat /run/docker.pid)"')
+
+
+def resume_engine(name: str) -> None:
+    """Undo :func:`hang_engine` (SIGCONT)."""
+    docker("exec", host_by_name(name).container, "sh", "-c", 'kill -CONT "$(cat /run/docker.pid)"')
+
+
 def cut_network(name: str) -> None:
     """Drop every packet in and out of host ``name``'s eth0, like a pulled cable."""
     docker("exec", host_by_name(name).container, "dslab-netcut", "cut")

@@ -14,9 +14,21 @@
 #   used-by OWNER      another stack whose containers run here
 #   step STEP N [WHAT] for each step kept on this host or inside a running container of the
 #                      stack (below)
-# Usage: host-facts.sh OWNER NETWORK ADDRESS MTU
+#   engine-silent N    instead of the engine's lines when it gave no reply within N seconds
+# Usage: host-facts.sh OWNER NETWORK ADDRESS MTU ENGINE_TIMEOUT_S
 set -euo pipefail
-owner=$1 network=$2 address=$3 want_mtu=$4
+owner=$1 network=$2 address=$3 want_mtu=$4 engine_timeout_s=$5
+
+# An engine that accepts connections but never answers (hung, swamped) would hold every call,
+# and the preview with it: each call is bounded, and one that ran out says so once.
+docker() { timeout "$engine_timeout_s" docker "$@"; }  # timeout runs the program, not this function
+engine_failed() {
+  if [[ $1 -eq 124 ]]; then
+    echo "engine-silent $engine_timeout_s"
+    exit 0
+  fi
+  exit "$1"
+}
 
 if [[ "$want_mtu" == yes ]]; then
   if ! command -v ip >/dev/null; then
@@ -43,7 +55,8 @@ part() {  # part NAME COMMAND...: COMMAND's output, in the background, as part N
 }
 
 # Every container of any stack here: ID STATE OWNER.
-containers=$(docker ps --all --filter label=dslab.owner --format '{{.ID}} {{.State}} {{.Label "dslab.owner"}}')
+containers=$(docker ps --all --filter label=dslab.owner --format '{{.ID}} {{.State}} {{.Label "dslab.owner"}}') ||
+  engine_failed $?
 ours=$(awk -v owner="$owner" '$3 == owner {print $1}' <<<"$containers")
 running=$(awk -v owner="$owner" '$3 == owner && $2 == "running" {print $1}' <<<"$containers")
 
@@ -110,6 +123,6 @@ done
 
 # A part that failed (the engine gone mid-way) fails the whole answer, as one command would.
 for pid in "${parts[@]}"; do
-  wait "$pid"
+  wait "$pid" || engine_failed $?
 done
 cat "$facts"/*

@@ -4,12 +4,14 @@
 # addresses in use on the overlay. Always exits 0; prints each host's lines prefixed with its
 # name, or one line for a host that could not be asked:
 #   HOST unreachable MESSAGE  ssh could not log in (the host down, its key unknown, ...)
-#   HOST silent SECONDS       no answer within TIMEOUT_S (a hung sshd or engine)
+#   HOST silent SECONDS       no answer within TIMEOUT_S (a hung sshd, a network that drops
+#                             everything); an engine that does not answer within
+#                             ENGINE_TIMEOUT_S is the host script's `engine-silent` line
 #   HOST failed MESSAGE       the host script failed
-# Usage: ask-hosts.sh HOST_SCRIPT OWNER NETWORK MTU TIMEOUT_S NAME=USER@ADDRESS:PORT... -- SSH_OPTION...
+# Usage: ask-hosts.sh HOST_SCRIPT OWNER NETWORK MTU ENGINE_TIMEOUT_S TIMEOUT_S NAME=USER@ADDRESS:PORT... -- SSH_OPTION...
 set -uo pipefail
-host_script=$1 owner=$2 network=$3 want_mtu=$4 timeout_s=$5
-shift 5
+host_script=$1 owner=$2 network=$3 want_mtu=$4 engine_timeout_s=$5 timeout_s=$6
+shift 6
 hosts=()
 while [[ $# -gt 0 && $1 != -- ]]; do hosts+=("$1"); shift; done
 shift  # --
@@ -20,7 +22,7 @@ trap 'rm -rf "$answers"' EXIT
 
 ask() {
   local name=$1 target=$2 port=$3 rc=0
-  timeout "$timeout_s" ssh "${ssh_options[@]}" -p "$port" "$target" bash -s -- "$owner" "$network" "${target#*@}" "$want_mtu" \
+  timeout "$timeout_s" ssh "${ssh_options[@]}" -p "$port" "$target" bash -s -- "$owner" "$network" "${target#*@}" "$want_mtu" "$engine_timeout_s" \
     <"$host_script" >"$answers/$name.out" 2>"$answers/$name.err" || rc=$?
   echo "$rc" >"$answers/$name.rc"
 }

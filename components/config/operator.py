@@ -1,11 +1,12 @@
-"""`dslab:operator`: how the operator's machine reaches the hosts (key, known_hosts)."""
+"""`dslab:operator`: how the operator's machine reaches the hosts (key, known_hosts, how long
+a host may take to answer)."""
 
 from __future__ import annotations
 
 from pydantic import Field, SecretStr, model_validator
 
 from components.config.base import FrozenModel, Problems
-from components.config.fields import EncryptedSecret, Secret
+from components.config.fields import EncryptedSecret, Seconds, Secret
 
 
 class OperatorConfig(FrozenModel):
@@ -27,6 +28,15 @@ class OperatorConfig(FrozenModel):
             "on. Default ~/.ssh/known_hosts."
         ),
         examples=[".simhosts/known_hosts"],
+    )
+    host_timeout: Seconds = Field(
+        default=60,
+        ge=5,
+        description=(
+            "How long a host's Docker engine or sshd may take to answer before the step waiting "
+            "on it fails, naming the host. Default 60."
+        ),
+        examples=[120],
     )
 
     @model_validator(mode="after")

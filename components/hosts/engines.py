@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 import tempfile
 from pathlib import Path
 
@@ -38,6 +39,25 @@ def docker_ssh_opts(private_key_path: str, known_hosts_path: str) -> list[str]:
         "-o", "ServerAliveInterval=5",
         "-o", "ServerAliveCountMax=4",
     ]  # fmt: skip
+
+
+ENGINE_WATCH = "assets/operator/engine-watch.sh"
+"""Relative to the project directory, where Pulumi runs providers: the provider's ssh options are
+kept in the stack's state, so a moved checkout keeps working."""
+
+
+def engine_watch_opts(host: Host, operator: OperatorConfig) -> list[str]:
+    """ssh options that start assets/operator/engine-watch.sh beside every connection the docker
+    CLI opens: an engine that gives no reply in `operator.host_timeout` seconds ends the
+    connection with `<host>: the Docker engine does not answer`, instead of pulumi-docker's
+    call waiting 20 minutes."""
+    watch = shlex.join(
+        [host.name, f"{host.ssh_user}@{host.address}", str(host.ssh_port), str(operator.host_timeout), "--",
+         *docker_ssh_opts(private_key_file(operator), operator.known_hosts_path)]
+    )  # fmt: skip
+    # $PPID, for the shell ssh runs it with, is that ssh; ssh expands %-tokens in the line.
+    local_command = f"bash {ENGINE_WATCH} $PPID {watch}".replace("%", "%%")
+    return ["-o", "PermitLocalCommand=yes", "-o", f"LocalCommand={local_command}"]
 
 
 def private_key_file(operator: OperatorConfig) -> str:
@@ -73,6 +93,9 @@ def host_engine(host: Host, operator: OperatorConfig, parent: pulumi.Resource) -
     return docker.Provider(
         f"{host.name}-docker",
         host=docker_host_url(host),
-        ssh_opts=docker_ssh_opts(private_key_file(operator), operator.known_hosts_path),
+        ssh_opts=[
+            *docker_ssh_opts(private_key_file(operator), operator.known_hosts_path),
+            *engine_watch_opts(host, operator),
+        ],
         opts=pulumi.ResourceOptions(parent=parent),
     )

@@ -29,8 +29,10 @@ from components.hosts.unreachable import cannot_reach
 
 ASK_SCRIPT = ASSETS_DIR / "operator" / "ask-hosts.sh"
 HOST_SCRIPT = ASSETS_DIR / "host" / "host-facts.sh"
-ASK_TIMEOUT_S = 30
-"""How long one host may take to answer: a host that does not is named, not waited on."""
+SSH_ANSWER_S = 30
+"""Beyond the engine's own bound (`operator.host_timeout`), what ssh may take: its login
+(ConnectTimeout 10 s) and a network gone silent (keep-alives, 20 s). A host that does not answer
+within both is named, not waited on."""
 
 
 @dataclass(frozen=True)
@@ -137,6 +139,8 @@ def parse_answers(
             problems[host] = f"{cannot_reach(where, known_hosts_path)}: {rest}"
         elif kind == "silent":
             problems[host] = f"{where} does not answer over SSH (no reply in {rest} s)"
+        elif kind == "engine-silent":
+            problems[host] = f"the Docker engine does not answer (no reply in {rest} s)"
         elif kind == "failed":
             problems[host] = f"reading {where} failed: {rest}"
     if want_mtu:
@@ -161,7 +165,7 @@ def ask_command(config: LabConfig, owner: str, want_mtu: bool) -> str:
     return shlex.join(
         [
             "bash", str(ASK_SCRIPT), str(HOST_SCRIPT), owner, config.network.name, "yes" if want_mtu else "no",
-            str(ASK_TIMEOUT_S), *hosts, "--", *options,
+            str(operator.host_timeout), str(operator.host_timeout + SSH_ANSWER_S), *hosts, "--", *options,
         ]
     )  # fmt: skip
 

@@ -30,7 +30,7 @@ def probe(tmp_path: Path) -> list[str]:
     (bin_dir / "docker").write_text(STAND_IN_DOCKER)
     (bin_dir / "docker").chmod(0o755)
     ran = subprocess.run(
-        ["bash", str(ASSETS_DIR / "host" / "host-facts.sh"), "org/dslab/dev", "test-net", "10.0.0.1", "no"],
+        ["bash", str(ASSETS_DIR / "host" / "host-facts.sh"), "org/dslab/dev", "test-net", "10.0.0.1", "no", "5"],
         env={"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path / "home"), "ROOT": str(tmp_path / "root")},
         capture_output=True, text=True, timeout=30, check=True,
     )  # fmt: skip
@@ -82,7 +82,7 @@ def test_an_engine_call_that_fails_fails_the_whole_answer_with_its_message(tmp_p
     )
     (bin_dir / "docker").chmod(0o755)
     ran = subprocess.run(
-        ["bash", str(ASSETS_DIR / "host" / "host-facts.sh"), "org/dslab/dev", "test-net", "10.0.0.1", "no"],
+        ["bash", str(ASSETS_DIR / "host" / "host-facts.sh"), "org/dslab/dev", "test-net", "10.0.0.1", "no", "5"],
         env={"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path / "home")},
         capture_output=True, text=True, timeout=30, check=False,
     )  # fmt: skip
@@ -96,8 +96,22 @@ def test_a_host_with_no_container_of_any_stack_says_nothing_of_owners(tmp_path: 
     (bin_dir / "docker").write_text("#!/bin/bash\n[[ $1 == info ]] && echo 'inactive  false'\n[[ $1 != volume ]]\n")
     (bin_dir / "docker").chmod(0o755)
     ran = subprocess.run(
-        ["bash", str(ASSETS_DIR / "host" / "host-facts.sh"), "org/dslab/dev", "test-net", "10.0.0.1", "no"],
+        ["bash", str(ASSETS_DIR / "host" / "host-facts.sh"), "org/dslab/dev", "test-net", "10.0.0.1", "no", "5"],
         env={"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path / "home")},
         capture_output=True, text=True, timeout=30, check=True,
     )  # fmt: skip
     assert ran.stdout == ""
+
+
+def test_an_engine_that_never_answers_is_named_within_the_bound(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    # Lists the containers, then hangs on every other call, as a stopped dockerd does.
+    (bin_dir / "docker").write_text("#!/bin/bash\n[[ $1 == ps ]] && exit 0\nexec sleep 30\n")
+    (bin_dir / "docker").chmod(0o755)
+    ran = subprocess.run(
+        ["bash", str(ASSETS_DIR / "host" / "host-facts.sh"), "org/dslab/dev", "test-net", "10.0.0.1", "no", "1"],
+        env={"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path / "home")},
+        capture_output=True, text=True, timeout=20, check=True,
+    )  # fmt: skip
+    assert ran.stdout.splitlines() == ["engine-silent 1"]

@@ -462,6 +462,40 @@ def test_a_network_cut_during_training_fails_up_within_a_bounded_time(stack: Sta
     assert_trained_across_both(stack)
 
 
+ENGINE_BOUND_S = 15
+"""operator.host_timeout for the hung engine: short, so the scenario stays short."""
+
+
+def test_a_hung_engine_fails_preview_up_and_destroy_within_the_bound_naming_the_host(stack: Stack) -> None:
+    stack.pulumi("config", "set", "--path", "operator.host_timeout", str(ENGINE_BOUND_S))
+    up(stack)
+    server1_container = container("server1")["Id"]
+    said = f"server2: the Docker engine does not answer (no reply in {ENGINE_BOUND_S} s)"
+    host_fault("engine-hang", "server2")
+    try:
+        # The refresh that starts each of them reads server2's claim and container first.
+        for command in (("preview",), ("up", "--yes"), ("destroy", "--yes"), ("up", "--yes", "--refresh=false")):
+            started = time.monotonic()
+            code, output = attempt(stack, *command)
+            failed_after = timed("hung engine", f"{' '.join(command)} failed after", started)
+            assert code != 0, f"{command} failed"
+            assert said in output, output[-3000:]
+            assert failed_after < ENGINE_BOUND_S + 45, f"{command} failed within its bound, not after {failed_after} s"
+        # Without the refresh the hosts' probe is first: it names the engine and plans nothing.
+        assert "asking every host before planning; nothing was changed" in output, output[-3000:]
+        assert container("server1")["Id"] == server1_container, "nothing was changed on the other host"
+    finally:
+        host_fault("engine-resume", "server2")
+
+    started = time.monotonic()
+    stack.pulumi("preview", "--expect-no-changes")
+    up(stack)
+    timed("hung engine", "after the engine answers again, preview and up in", started)
+    stack.pulumi("preview", "--expect-no-changes")
+    assert container("server1")["Id"] == server1_container
+    assert manager_logs_in_to("server2")
+
+
 def test_destroy_with_a_host_unreachable_fails_clearly_then_finishes_and_leaves_nothing(stack: Stack) -> None:
     host_fault("host-stop", "server2")
     try:

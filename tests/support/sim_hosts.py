@@ -36,7 +36,8 @@ def inspect(host: str, kind: str, name: str) -> dict[str, Any] | None:
 
 
 def host_fault(kind: str, host: str, check: bool = True) -> None:
-    """`python -m simhosts fault KIND HOST`: engine-stop/start, network-cut/restore, host-stop/start."""
+    """`python -m simhosts fault KIND HOST`: engine-stop/start, engine-hang/resume, network-cut/restore,
+    host-stop/start."""
     subprocess.run([str(REPO / ".venv" / "bin" / "python"), "-m", "simhosts", "fault", kind, host], cwd=REPO, check=check)
 
 

@@ -104,14 +104,16 @@ def test_the_answers_become_held_addresses_addresses_in_use_mtus_and_problems() 
         "server2 unreachable ssh: connect to host 10.0.18.2 port 22: Connection refused\n"
         "server4 held server4 10.0.3.130\n"
         "server5 silent 30\n"
-        "server6 failed docker: command not found\n",
-        hosts("server1", "server2", "server3", "server4", "server5", "server6"),
+        "server6 failed docker: command not found\n"
+        "server7 mtu 1500\n"
+        "server7 engine-silent 60\n",
+        hosts("server1", "server2", "server3", "server4", "server5", "server6", "server7"),
         "known_hosts",
         want_mtu=True,
     )
     assert facts.addresses == {"server1": "10.0.3.128", "server4": "10.0.3.130"}
     assert facts.in_use == {"10.0.3.129", "10.0.3.3", "10.0.3.131"}, "anything else on the overlay is not free"
-    assert facts.mtus == {"server1": 1500}
+    assert facts.mtus == {"server1": 1500, "server7": 1500}
     assert facts.problems == {
         "server2": "cannot reach server2 (10.0.18.2:22) over SSH (is the host up and its key in known_hosts?): "
         "ssh: connect to host 10.0.18.2 port 22: Connection refused",
@@ -119,6 +121,7 @@ def test_the_answers_become_held_addresses_addresses_in_use_mtus_and_problems() 
         "server4": "did not tell its interface MTU",
         "server5": "server5 (10.0.18.5:22) does not answer over SSH (no reply in 30 s)",
         "server6": "reading server6 (10.0.18.6:22) failed: docker: command not found",
+        "server7": "the Docker engine does not answer (no reply in 60 s)",
     }
 
 
@@ -138,7 +141,7 @@ def stand_ins(tmp_path: Path) -> dict[str, str]:
     (bin_dir / "docker").write_text(
         "#!/bin/bash\n"
         'case "$1 $2" in\n'
-        '  "ps --all") echo c1;;\n'
+        '  "ps --all") echo "c1 running o/p/s";;\n'
         '  "inspect --format") echo "server1 10.0.3.128";;\n'
         '  "network inspect") printf "10.0.3.128\\n10.0.3.129\\n\\n";;\n'
         "esac\n"
@@ -151,7 +154,7 @@ def stand_ins(tmp_path: Path) -> dict[str, str]:
 def test_every_host_is_asked_at_once_and_those_that_do_not_answer_are_named(tmp_path: Path) -> None:
     ran = subprocess.run(
         [
-            "bash", str(ASK_SCRIPT), str(HOST_SCRIPT), "o/p/s", "test-net", "yes", "2",
+            "bash", str(ASK_SCRIPT), str(HOST_SCRIPT), "o/p/s", "test-net", "yes", "1", "2",
             "server1=root@10.0.18.1:22", "server2=root@10.0.18.9:22", "server3=root@10.0.18.8:22",
             "--", "-o", "BatchMode=yes",
         ],
