@@ -55,7 +55,7 @@ def test_an_engine_that_answers_or_a_login_that_fails_leaves_the_connection_alon
         connection = watched_connection(tmp_path / str(engine_exit))
         try:
             run_watch(tmp_path / str(engine_exit), connection, engine_exit=engine_exit)
-            time.sleep(1.5)
+            time.sleep(2.5)  # the watch waits 1 s, then logs in (0.5 s here)
             assert connection.poll() is None, f"exit {engine_exit}: the connection was ended"
             assert (tmp_path / str(engine_exit) / "stderr").read_text() == ""
         finally:
