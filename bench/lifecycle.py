@@ -156,16 +156,7 @@ class Floor:
         """The floor's own anchor (keep_build_cache): the tool builds with the engine's BuildKit,
         the floor with the classic builder (the hosts' CLI has no buildx), and neither finds
         its layers in the other's cache."""
-        manager = self.names[0]
-        try:
-            on_host(manager, ["docker", "image", "inspect", FLOOR_CACHE_ANCHOR])
-            return
-        except RuntimeError:
-            pass  # no anchor yet
-        log("building the floor's image once for the manager's classic build cache")
-        self.up()
-        on_host(manager, ["docker", "tag", self.tag, FLOOR_CACHE_ANCHOR])
-        self.down()
+        keep_anchor(self.names[0], FLOOR_CACHE_ANCHOR, "the floor's image", self.up, lambda: self.tag, self.down)
 
 
 CACHE_ANCHOR = "dslab-bench/build-cache:anchor"
@@ -186,15 +177,22 @@ def keep_build_cache(stack: BenchStack) -> None:
     the tool's and the floor's alike, are cache hits, so a cold up times the orchestration,
     not ~4 minutes of apt and pip on 2 cores. The anchor stays for later parts and runs."""
     manager = stack.config().hosts_manager_first[0].name
+    keep_anchor(manager, CACHE_ANCHOR, "the image", stack.up, lambda: manager_tag(stack), stack.destroy)
+
+
+def keep_anchor(
+    manager: str, anchor: str, what: str, build: Callable[[], object], tag: Callable[[], str], remove: Callable[[], object]
+) -> None:
+    """Unless MANAGER holds ANCHOR: BUILD, tag the image it made (TAG) as ANCHOR, REMOVE."""
     try:
-        on_host(manager, ["docker", "image", "inspect", CACHE_ANCHOR])
+        on_host(manager, ["docker", "image", "inspect", anchor])
         return
     except RuntimeError:
         pass  # no anchor yet
-    log("building the image once for the manager's build cache")
-    stack.up()
-    on_host(manager, ["docker", "tag", manager_tag(stack), CACHE_ANCHOR])
-    stack.destroy()
+    log(f"building {what} once for the manager's build cache")
+    build()
+    on_host(manager, ["docker", "tag", tag(), anchor])
+    remove()
 
 
 # The CLI's line for a finished image copy: "... command:local:Command lab-image-server2-ship created (81.2s)".

@@ -24,16 +24,23 @@ esac
 """
 
 
-def probe(tmp_path: Path) -> list[str]:
+def host_facts(tmp_path: Path, docker: str, engine_timeout_s: int = 5) -> subprocess.CompletedProcess[str]:
+    """host-facts.sh with DOCKER (a bash script) as the host's `docker`."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
-    (bin_dir / "docker").write_text(STAND_IN_DOCKER)
+    (bin_dir / "docker").write_text(docker)
     (bin_dir / "docker").chmod(0o755)
-    ran = subprocess.run(
-        ["bash", str(ASSETS_DIR / "host" / "host-facts.sh"), "org/dslab/dev", "test-net", "10.0.0.1", "no", "5"],
+    return subprocess.run(
+        ["bash", str(ASSETS_DIR / "host" / "host-facts.sh"), "org/dslab/dev", "test-net", "10.0.0.1", "no",
+         str(engine_timeout_s)],
         env={"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path / "home"), "ROOT": str(tmp_path / "root")},
-        capture_output=True, text=True, timeout=30, check=True,
+        capture_output=True, text=True, timeout=30, check=False,
     )  # fmt: skip
+
+
+def probe(tmp_path: Path) -> list[str]:
+    ran = host_facts(tmp_path, STAND_IN_DOCKER)
+    assert ran.returncode == 0, ran.stderr
     return ran.stdout.splitlines()
 
 
@@ -74,44 +81,18 @@ def test_intact_steps_report_their_generation_and_changed_ones_the_next_with_the
 
 
 def test_an_engine_call_that_fails_fails_the_whole_answer_with_its_message(tmp_path: Path) -> None:
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
     # Every call but the container list fails, as an engine that stops mid-way.
-    (bin_dir / "docker").write_text(
-        "#!/bin/bash\n[[ $1 == ps ]] && exit 0\necho 'Cannot connect to the Docker daemon' >&2; exit 1\n"
-    )
-    (bin_dir / "docker").chmod(0o755)
-    ran = subprocess.run(
-        ["bash", str(ASSETS_DIR / "host" / "host-facts.sh"), "org/dslab/dev", "test-net", "10.0.0.1", "no", "5"],
-        env={"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path / "home")},
-        capture_output=True, text=True, timeout=30, check=False,
-    )  # fmt: skip
+    ran = host_facts(tmp_path, "#!/bin/bash\n[[ $1 == ps ]] && exit 0\necho 'Cannot connect to the Docker daemon' >&2; exit 1\n")
     assert ran.returncode != 0
     assert ran.stderr.strip().splitlines()[-1] == "Cannot connect to the Docker daemon"
 
 
 def test_a_host_with_no_container_of_any_stack_says_nothing_of_owners(tmp_path: Path) -> None:
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "docker").write_text("#!/bin/bash\n[[ $1 == info ]] && echo 'inactive  false'\n[[ $1 != volume ]]\n")
-    (bin_dir / "docker").chmod(0o755)
-    ran = subprocess.run(
-        ["bash", str(ASSETS_DIR / "host" / "host-facts.sh"), "org/dslab/dev", "test-net", "10.0.0.1", "no", "5"],
-        env={"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path / "home")},
-        capture_output=True, text=True, timeout=30, check=True,
-    )  # fmt: skip
-    assert ran.stdout == ""
+    ran = host_facts(tmp_path, "#!/bin/bash\n[[ $1 == info ]] && echo 'inactive  false'\n[[ $1 != volume ]]\n")
+    assert (ran.returncode, ran.stdout) == (0, "")
 
 
 def test_an_engine_that_never_answers_is_named_within_the_bound(tmp_path: Path) -> None:
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
     # Lists the containers, then hangs on every other call, as a stopped dockerd does.
-    (bin_dir / "docker").write_text("#!/bin/bash\n[[ $1 == ps ]] && exit 0\nexec sleep 30\n")
-    (bin_dir / "docker").chmod(0o755)
-    ran = subprocess.run(
-        ["bash", str(ASSETS_DIR / "host" / "host-facts.sh"), "org/dslab/dev", "test-net", "10.0.0.1", "no", "1"],
-        env={"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path / "home")},
-        capture_output=True, text=True, timeout=20, check=True,
-    )  # fmt: skip
-    assert ran.stdout.splitlines() == ["engine-silent 1"]
+    ran = host_facts(tmp_path, "#!/bin/bash\n[[ $1 == ps ]] && exit 0\nexec sleep 30\n", engine_timeout_s=1)
+    assert (ran.returncode, ran.stdout.splitlines()) == (0, ["engine-silent 1"])
