@@ -496,6 +496,27 @@ def test_a_hung_engine_fails_preview_up_and_destroy_within_the_bound_naming_the_
     assert manager_logs_in_to("server2")
 
 
+def test_a_host_that_drops_every_packet_fails_preview_up_and_destroy_within_a_bound(stack: Stack) -> None:
+    server1_container = container("server1")["Id"]
+    host_fault("network-cut", "server2")
+    try:
+        for command in (("preview",), ("up", "--yes"), ("destroy", "--yes"), ("up", "--yes", "--refresh=false")):
+            started = time.monotonic()
+            code, output = attempt(stack, *command)
+            failed_after = timed("host dropping every packet", f"{' '.join(command)} failed after", started)
+            assert code != 0, f"{command} failed"
+            # ssh's ConnectTimeout (10 s) ends each new connection: the refresh's in pulumi-docker's
+            # words, naming the host's address; the probe's naming the host.
+            assert "10.0.18.2" in output and "timed out" in output, output[-3000:]
+            assert failed_after < 60, f"{command} failed within a bound, not after {failed_after} s"
+        assert "server2 (10.0.18.2:22)" in output, output[-3000:]
+        assert container("server1")["Id"] == server1_container, "nothing was changed on the other host"
+    finally:
+        host_fault("network-restore", "server2")
+    stack.pulumi("preview", "--expect-no-changes")
+    assert manager_logs_in_to("server2")
+
+
 def test_destroy_with_a_host_unreachable_fails_clearly_then_finishes_and_leaves_nothing(stack: Stack) -> None:
     host_fault("host-stop", "server2")
     try:
