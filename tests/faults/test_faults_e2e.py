@@ -466,61 +466,54 @@ ENGINE_BOUND_S = 15
 """operator.host_timeout for the hung engine: short, so the scenario stays short."""
 
 
-def test_a_hung_engine_fails_preview_up_and_destroy_within_the_bound_naming_the_host(stack: Stack) -> None:
-    stack.pulumi("config", "set", "--path", "operator.host_timeout", str(ENGINE_BOUND_S))
-    up(stack)
+BLOCKED_COMMANDS = (("preview",), ("up", "--yes"), ("destroy", "--yes"), ("up", "--yes", "--refresh=false"))
+"""What a host that stopped answering must fail within a bound: the refresh starts the first three;
+without it the hosts' probe is first."""
+
+
+def commands_fail_within(scenario: str, stack: Stack, fault: str, undo: str, bound_s: float, said: tuple[str, ...]) -> str:
+    """With FAULT on server2: each of BLOCKED_COMMANDS fails within BOUND_S, saying every text of
+    SAID, and server1's container is untouched. Then UNDO and a plain up: nothing left to change
+    (right after the fault the overlay may still be settling, and the probe then finds the
+    manager's reach of server2 gone: the up checks it again, waiting for it). The last output."""
     server1_container = container("server1")["Id"]
-    said = f"server2: the Docker engine does not answer (no reply in {ENGINE_BOUND_S} s)"
-    host_fault("engine-hang", "server2")
+    host_fault(fault, "server2")
     try:
-        # The refresh that starts each of them reads server2's claim and container first.
-        for command in (("preview",), ("up", "--yes"), ("destroy", "--yes"), ("up", "--yes", "--refresh=false")):
+        for command in BLOCKED_COMMANDS:
             started = time.monotonic()
             code, output = attempt(stack, *command)
-            failed_after = timed("hung engine", f"{' '.join(command)} failed after", started)
+            failed_after = timed(scenario, f"{' '.join(command)} failed after", started)
             assert code != 0, f"{command} failed"
-            assert said in output, output[-3000:]
-            assert failed_after < ENGINE_BOUND_S + 45, f"{command} failed within its bound, not after {failed_after} s"
-        # Without the refresh the hosts' probe is first: it names the engine and plans nothing.
-        assert "asking every host before planning; nothing was changed" in output, output[-3000:]
+            assert all(text in output for text in said), output[-3000:]
+            assert failed_after < bound_s, f"{command} failed within its bound, not after {failed_after} s"
         assert container("server1")["Id"] == server1_container, "nothing was changed on the other host"
     finally:
-        host_fault("engine-resume", "server2")
-
-    # The overlay may take a while to carry traffic again (its gossip ran through dockerd): the
-    # plain up's reach check waits for it, if needed, and puts its mark back.
+        host_fault(undo, "server2")
     started = time.monotonic()
     up(stack)
-    timed("hung engine", "after the engine answers again, a plain up in", started)
+    timed(scenario, "after the fault is undone, a plain up in", started)
     stack.pulumi("preview", "--expect-no-changes")
     assert container("server1")["Id"] == server1_container
     assert manager_logs_in_to("server2")
+    return output
+
+
+def test_a_hung_engine_fails_preview_up_and_destroy_within_the_bound_naming_the_host(stack: Stack) -> None:
+    stack.pulumi("config", "set", "--path", "operator.host_timeout", str(ENGINE_BOUND_S))
+    up(stack)
+    said = f"server2: the Docker engine does not answer (no reply in {ENGINE_BOUND_S} s)"
+    output = commands_fail_within("hung engine", stack, "engine-hang", "engine-resume", ENGINE_BOUND_S + 45, (said,))
+    # Without the refresh the hosts' probe is first: it names the engine and plans nothing.
+    assert "asking every host before planning; nothing was changed" in output, output[-3000:]
 
 
 def test_a_host_that_drops_every_packet_fails_preview_up_and_destroy_within_a_bound(stack: Stack) -> None:
-    server1_container = container("server1")["Id"]
-    host_fault("network-cut", "server2")
-    try:
-        for command in (("preview",), ("up", "--yes"), ("destroy", "--yes"), ("up", "--yes", "--refresh=false")):
-            started = time.monotonic()
-            code, output = attempt(stack, *command)
-            failed_after = timed("host dropping every packet", f"{' '.join(command)} failed after", started)
-            assert code != 0, f"{command} failed"
-            # ssh's ConnectTimeout (10 s) ends each new connection: the refresh's in pulumi-docker's
-            # words, naming the host's address; the probe's naming the host.
-            assert "10.0.18.2" in output and "timed out" in output, output[-3000:]
-            assert failed_after < 60, f"{command} failed within a bound, not after {failed_after} s"
-        assert "server2 (10.0.18.2:22)" in output, output[-3000:]
-        assert container("server1")["Id"] == server1_container, "nothing was changed on the other host"
-    finally:
-        host_fault("network-restore", "server2")
-    # Right after the cable is back the overlay may not carry traffic yet, and the probe then finds
-    # the manager's reach of server2 gone: the plain up checks it again, waiting for it.
-    started = time.monotonic()
-    up(stack)
-    timed("host dropping every packet", "after the network is back, a plain up in", started)
-    stack.pulumi("preview", "--expect-no-changes")
-    assert manager_logs_in_to("server2")
+    # ssh's ConnectTimeout (10 s) ends each new connection: the refresh's in pulumi-docker's words,
+    # naming the host's address; the probe's naming the host.
+    output = commands_fail_within(
+        "host dropping every packet", stack, "network-cut", "network-restore", 60, ("10.0.18.2", "timed out")
+    )
+    assert "server2 (10.0.18.2:22)" in output, output[-3000:]
 
 
 def test_destroy_with_a_host_unreachable_fails_clearly_then_finishes_and_leaves_nothing(stack: Stack) -> None:
