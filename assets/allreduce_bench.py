@@ -8,7 +8,8 @@ tests do:
 
     algbw = size / time            busbw = algbw * 2 * (n - 1) / n
 
-busbw is what each link carries in a ring, comparable across world sizes. Rank 0 prints one
+busbw is what each link carries in a ring, comparable across world sizes. One rank has no link:
+its all-reduce moves nothing, so it has no busbw (null; ``busbw_gbps=none``). Rank 0 prints one
 line per size, ``dslab: allreduce size_mb=64 time_ms=... algbw_gbps=... busbw_gbps=...``
 (gigabits per second), then ``dslab: allreduce_result {json}`` with every size, and writes
 the JSON to ``--json`` when given.
@@ -52,10 +53,17 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def bus_bandwidth_gbps(size_bytes: float, seconds: float, world_size: int) -> float:
-    """NCCL's bus bandwidth of one all-reduce, in gigabits per second."""
+def bus_bandwidth_gbps(size_bytes: float, seconds: float, world_size: int) -> float | None:
+    """NCCL's bus bandwidth of one all-reduce, in gigabits per second; None for one rank, whose
+    all-reduce copies nothing anywhere (its "bandwidth" would be the size over a no-op's time)."""
+    if world_size < 2:
+        return None
     algbw = size_bytes * 8 / seconds / 1e9
-    return algbw * 2 * (world_size - 1) / world_size if world_size > 1 else algbw
+    return algbw * 2 * (world_size - 1) / world_size
+
+
+def rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -95,11 +103,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             "size_mb": size_mb,
             "time_ms": round(seconds * 1e3, 3),
             "algbw_gbps": round(size_bytes * 8 / seconds / 1e9, 4),
-            "busbw_gbps": round(bus_bandwidth_gbps(size_bytes, seconds, world_size), 4),
+            "busbw_gbps": rounded(bus_bandwidth_gbps(size_bytes, seconds, world_size)),
         }
         results.append(result)
         if rank == 0:
-            print("dslab: allreduce " + " ".join(f"{key}={value}" for key, value in result.items()), flush=True)
+            shown = " ".join(f"{key}={'none' if value is None else value}" for key, value in result.items())
+            print(f"dslab: allreduce {shown}", flush=True)
 
     if rank == 0:
         summary = {

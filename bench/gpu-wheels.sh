@@ -3,11 +3,11 @@
 # downloaded (docs/gpu.md): LLaMA-Factory and DeepSpeed at the GPU image's versions, and what
 # training imports that such a machine lacks or has at other versions, at the versions the
 # image pins (assets/image/llamafactory/<release>.txt); for CPython 3.12, manylinux x86-64.
-# Run here, where PyPI is reached.
+# Run it where the package index is reached.
 #
 # usage: bench/gpu-wheels.sh DIR PYTHON_WITH_TORCH [LLAMAFACTORY_RELEASE]
 #
-#   DIR                 where the wheels go (the repository's ignored .whl/, which `carry` names)
+#   DIR                 where the wheels go (the repository's ignored .whl/)
 #   PYTHON_WITH_TORCH   a python that imports torch: DeepSpeed ships only an sdist whose
 #                       setup.py imports torch, so its wheel is built here (no CUDA ops built:
 #                       DS_BUILD_OPS=0, they compile on first use)

@@ -50,7 +50,8 @@ class Lab(pulumi.ComponentResource):
         training_status / training_log / training_summary: the run, when launched.
         training_log_command: an ssh command line that follows that log from the operator's shell.
         training_loss_plot: the loss curve LLaMA-Factory drew, copied to outputs/<stack>/ here.
-        preflight_busbw_gbps: the all-reduce bus bandwidth measured right before the run (Gbit/s).
+        preflight_busbw_gbps: the all-reduce bus bandwidth measured right before the run (Gbit/s);
+            null for one rank, which has no link to measure.
     """
 
     container_ips: pulumi.Output[dict[str, str]]
@@ -69,7 +70,7 @@ class Lab(pulumi.ComponentResource):
         super().__init__(component_type("Lab"), name, None, opts)
         self.config = config
         self.hosts: dict[str, RemoteHost] = {
-            host.name: remote_host(host, credentials) for host in config.hosts
+            host.name: remote_host(host, credentials, config.operator.host_timeout) for host in config.hosts
         }
         self.nodes = tuple(self.hosts[host.name] for host in config.hosts_manager_first)
         """Every host, the manager first: the order steps on every host run in."""
@@ -228,8 +229,7 @@ class Lab(pulumi.ComponentResource):
             SshMeshArgs(
                 members=tuple(
                     MeshMember(
-                        host_name=host.name,
-                        command=self.hosts[host.name].command,
+                        host=self.hosts[host.name],
                         container_name=self.config.container.name,
                         container_id=self.containers[host.name].container_id,
                         address=self.config.node_address(host.name, self.plan),

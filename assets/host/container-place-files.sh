@@ -6,6 +6,7 @@
 # Stdin after the script: per file, a line `dslab-file MODE SIZE PATH`, then SIZE bytes.
 # Usage: container-place-files.sh CONTAINER STEP
 set -euo pipefail
+# dslab:include host/lib/engine-bound.sh
 # dslab:include host/lib/step-mark.sh
 
 place_files() {

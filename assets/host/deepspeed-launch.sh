@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # On the manager, the training run in the manager container (the run's files are there).
-#   run:    start DeepSpeed, waiting for it unless MODE is background. The run is stopped when
-#           pdsh loses a node, or when its log stays silent STALL_TIMEOUT seconds. The log
-#           stays in the container; while it runs, its last line is shown every
-#           DSLAB_PROGRESS_SECONDS (30) when it changed, and a failed run shows its last lines.
+#   run:    start DeepSpeed (a run still going is stopped first), waiting for it unless MODE
+#           is background. The run is stopped when pdsh loses a node, or when its log stays
+#           silent STALL_TIMEOUT seconds. The log stays in the container; while it runs, its
+#           last line is shown every DSLAB_PROGRESS_SECONDS (30) when it changed, and a failed
+#           run shows its last lines. An engine that stops answering ends the step within
+#           DSLAB_PROGRESS_SECONDS and the engine's bound (host/lib/engine-bound.sh); the run
+#           goes on in the container until the next run or preflight stops it.
 #   report: say what the last run left, without running anything (the step's update).
 #   stop:   stop a run still going (background mode; the step's delete).
 # The result (run, report) is one JSON line: status, log, summary (the run's last
@@ -11,9 +14,11 @@
 # container; - for none) base64-encoded, for the operator's copy.
 # Usage: deepspeed-launch.sh run|report|stop CONTAINER WORKDIR RUN_DIR MODE(wait|background) STALL_TIMEOUT LOSS_PLOT -- DEEPSPEED_ARGV...
 set -euo pipefail
+# dslab:include host/lib/engine-bound.sh
 # dslab:include host/lib/json-string.sh
 # dslab:include host/lib/container-output.sh
 # dslab:include host/lib/ticker.sh
+# dslab:include host/lib/run-stop.sh
 
 PROGRESS_LINES_ON_FAILURE=15
 
@@ -23,15 +28,14 @@ launch() {
   local log="$run_dir/train.log" status="$run_dir/status" state
   case $action in
     stop)
-      if docker container inspect "$container" >/dev/null 2>&1 && docker exec "$container" pkill -f 'deepspeed' 2>/dev/null; then
-        echo "stopped the training run in $container" >&2
-      fi
+      stop_run_in "$container"
       return 0
       ;;
     report)
       state=$(container_output "$container" cat "$status" 2>/dev/null || echo unknown)
       ;;
     run)
+      stop_run_in "$container"
       start_run "$container" "$workdir" "$log" "$status" "$run_dir/hostfile" "$mode" "$stall_timeout" "$@"
       # run-deepspeed.sh exits 0 only once its status file says so: the exit code is the status.
       state=succeeded
@@ -63,7 +67,8 @@ start_run() {
   DSLAB_PROGRESS_SECONDS=${DSLAB_PROGRESS_SECONDS:-30} tick_while_running show_progress "$container" "$log" "$seen"
   set +e
   # Its stdout is the log, which stays in the container; what it says about the run is on stderr.
-  docker exec "$container" /opt/dslab/run-deepspeed.sh "${flags[@]}" -- "$@" >/dev/null
+  # Training is long by nature: the ticker's bounded calls notice an engine that stopped answering.
+  command docker exec "$container" /opt/dslab/run-deepspeed.sh "${flags[@]}" -- "$@" >/dev/null
   code=$?
   set -e
   rm -f "$seen"

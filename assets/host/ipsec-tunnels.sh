@@ -9,6 +9,7 @@
 #       removes the routing rules the containers leave behind on purpose (without a tunnel,
 #       VXLAN to a peer is dropped, not sent in the clear): only this removes them
 set -euo pipefail
+# dslab:include host/lib/engine-bound.sh
 
 wait_for_tunnels() {
   local container=$1 local_address=$2 wait_seconds=$3 every pending

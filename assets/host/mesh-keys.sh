@@ -6,6 +6,7 @@
 # the hosts' probe sees a key lost inside the container and the next `up` makes it again.
 # Usage: mesh-keys.sh CONTAINER
 set -euo pipefail
+# dslab:include host/lib/engine-bound.sh
 # dslab:include host/lib/container-output.sh
 # dslab:include host/lib/step-mark.sh
 container=$1

@@ -7,13 +7,16 @@
 # answering has the next `up` run this again.
 # Usage: mesh-reach.sh CONTAINER TIMEOUT NAME...
 set -euo pipefail
+# dslab:include host/lib/engine-bound.sh
 # dslab:include host/lib/step-mark.sh
 container=$1 timeout=$2
 shift 2
 nodes_file=$STEP_DIR/reach.nodes
 docker exec "$container" sh -c 'mkdir -p "$(dirname "$0")" && printf "%s\n" "$@" >"$0"' "$nodes_file" "$@"
 if [[ $# -gt 0 ]]; then
-  if ! down=$(docker exec -e HOSTFILE="$nodes_file" "$container" bash -c '. /opt/dslab/nodes.sh && wait_for_nodes "$1"' check "$timeout"); then
+  # The wait is long by nature: the engine's bound comes on top of it.
+  if ! down=$(DSLAB_ENGINE_TIMEOUT=$((DSLAB_ENGINE_TIMEOUT + timeout)) \
+    docker exec -e HOSTFILE="$nodes_file" "$container" bash -c '. /opt/dslab/nodes.sh && wait_for_nodes "$1"' check "$timeout"); then
     echo "the manager's container got no ssh answer within $timeout s from: $down" \
       "(is the overlay between the hosts carrying traffic? docker network inspect shows its peers)" >&2
     exit 1

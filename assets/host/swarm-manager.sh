@@ -5,6 +5,7 @@
 #     (host/lib/step-mark.sh) so the hosts' probe sees an engine that is no manager any more.
 #   leave: leave the swarm (the step's delete).
 set -euo pipefail
+# dslab:include host/lib/engine-bound.sh
 # dslab:include host/lib/gossip-port.sh
 # dslab:include host/lib/step-mark.sh
 # dslab:include host/lib/swarm-leave.sh

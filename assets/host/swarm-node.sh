@@ -6,6 +6,7 @@
 #        swarm-node.sh remove NODE_ID                 when the worker goes: forget its node,
 #          whose entry stays "down" otherwise.
 set -euo pipefail
+# dslab:include host/lib/engine-bound.sh
 
 prune() {
   local address=$1 current=$2 id addr

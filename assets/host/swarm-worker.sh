@@ -6,6 +6,7 @@
 #     sees a worker that left the swarm.
 #   leave: leave the swarm (the step's delete).
 set -euo pipefail
+# dslab:include host/lib/engine-bound.sh
 # dslab:include host/lib/gossip-port.sh
 # dslab:include host/lib/step-mark.sh
 # dslab:include host/lib/swarm-leave.sh

@@ -7,6 +7,8 @@ instead (components.hosts.probe, on every preview and up), which hands the step 
 the one the step left while its work is intact, the next one when not. The generation is part
 of the command line, so a changed one runs the Command again in place (an update), once.
 Scripts write progress to stderr, streamed to the Pulumi log, and a result, if any, to stdout.
+The text starts by naming the host and its engine's bound (host/lib/engine-bound.sh): on stdin,
+not on the command line, so a new bound runs a step again without making its Command anew.
 """
 
 from __future__ import annotations
@@ -18,19 +20,24 @@ from typing import Any
 import pulumi
 import pulumi_command as command
 
+from components.hosts.remote_host import RemoteHost
 from components.paths import ASSETS_DIR
 
 INCLUDE = "# dslab:include "
 
 
-def script_text(script: str) -> str:
+def script_text(script: str, host: RemoteHost | None = None) -> str:
     """The script with each `# dslab:include <assets path>` line replaced by that file: the
-    host receives one text, so shell shared by several host scripts travels inside each."""
+    host receives one text, so shell shared by several host scripts travels inside each.
+    For a HOST, the text first names it and its engine's bound (host/lib/engine-bound.sh)."""
     lines = (ASSETS_DIR / script).read_text(encoding="utf-8").splitlines(keepends=True)
-    return "".join(
+    text = "".join(
         (ASSETS_DIR / line[len(INCLUDE) :].strip()).read_text(encoding="utf-8") if line.startswith(INCLUDE) else line
         for line in lines
     )
+    if host is None:
+        return text
+    return f"DSLAB_HOST={shlex.quote(host.name)} DSLAB_ENGINE_TIMEOUT={host.engine_timeout}\n{text}"
 
 
 def bash_stdin_call(*args: pulumi.Input[str], generation: int | None = None) -> pulumi.Output[str]:
@@ -41,7 +48,7 @@ def bash_stdin_call(*args: pulumi.Input[str], generation: int | None = None) -> 
 
 def host_script(
     name: str,
-    connection: command.remote.ConnectionArgs,
+    host: RemoteHost,
     script: str,
     args: Sequence[pulumi.Input[str]] = (),
     *,
@@ -51,17 +58,17 @@ def host_script(
     data: pulumi.Input[str] | None = None,
     opts: pulumi.ResourceOptions | None = None,
 ) -> command.remote.Command:
-    """Runs `assets/<script> ARGS` on the host when created (again when an argument, the data,
+    """Runs `assets/<script> ARGS` on HOST when created (again when an argument, the data,
     the script or the generation changes; made anew when a trigger does), and
     `<script> DELETE_ARGS` when deleted if given: the provider feeds the same stdin to both.
 
     DATA follows the script on stdin, for the script to read (it ends in `exit`, so bash never
     takes the data for commands). GENERATION is the kept step's (components.hosts.probe)."""
-    text = script_text(script)
+    text = script_text(script, host)
     stdin: pulumi.Input[str] = text if data is None else pulumi.Output.from_input(data).apply(lambda body: text + body)
     return command.remote.Command(
         name,
-        connection=connection,
+        connection=host.command,
         create=bash_stdin_call(*args, generation=generation),
         delete=bash_stdin_call(*delete_args) if delete_args is not None else None,
         stdin=stdin,

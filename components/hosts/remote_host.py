@@ -18,7 +18,14 @@ class RemoteHost:
     name: str
     address: str
     command: command.remote.ConnectionArgs
+    engine_timeout: int
+    """Seconds a Docker engine call of a host script may take (`operator.host_timeout`)."""
 
 
-def remote_host(host: Host, credentials: OperatorCredentials) -> RemoteHost:
-    return RemoteHost(name=host.name, address=host.address, command=command_connection(host, credentials))
+def remote_host(host: Host, credentials: OperatorCredentials, engine_timeout: int) -> RemoteHost:
+    return RemoteHost(
+        name=host.name,
+        address=host.address,
+        command=command_connection(host, credentials),
+        engine_timeout=engine_timeout,
+    )

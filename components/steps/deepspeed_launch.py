@@ -72,14 +72,15 @@ class DeepSpeedLaunch(pulumi.ComponentResource):
         status: `succeeded`, or `running` in background mode.
         log_path: the log inside the manager container.
         summary: the run's last `dslab: finished ...` line, when it printed one.
-        busbw_gbps: the preflight's all-reduce bus bandwidth (Gbit/s); None without preflight.
+        busbw_gbps: the preflight's all-reduce bus bandwidth (Gbit/s); None without preflight, and
+            its value None for one rank.
         loss_plot_png: the loss curve PNG, base64-encoded ("" when the run drew none or runs on).
     """
 
     status: pulumi.Output[str]
     log_path: pulumi.Output[str]
     summary: pulumi.Output[str]
-    busbw_gbps: pulumi.Output[float] | None
+    busbw_gbps: pulumi.Output[float | None] | None
     loss_plot_png: pulumi.Output[str]
 
     def __init__(self, name: str, args: DeepSpeedLaunchArgs, opts: pulumi.ResourceOptions | None = None) -> None:
@@ -101,7 +102,7 @@ class DeepSpeedLaunch(pulumi.ComponentResource):
         placed = [
             host_script(
                 f"{name}-{node.name}-files",
-                node.command,
+                node,
                 "host/container-place-files.sh",
                 [args.container_name, RUN_FILES_STEP],
                 data=bundles[node.name],
@@ -155,7 +156,7 @@ class DeepSpeedLaunch(pulumi.ComponentResource):
             create=run_call,
             update=bash_stdin_call("report", *launch_args),
             delete=bash_stdin_call("stop", *launch_args),
-            stdin=script_text("host/deepspeed-launch.sh"),
+            stdin=script_text("host/deepspeed-launch.sh", args.manager),
             triggers=triggers,
             logging=command.remote.Logging.STDERR,
             add_previous_output_in_env=False,

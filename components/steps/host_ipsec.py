@@ -99,7 +99,7 @@ class HostIpsec(pulumi.ComponentResource):
         # no training container is left to send over the tunnels.
         return host_script(
             f"{name}-{host.name}-tunnels",
-            host.command,
+            host,
             "host/ipsec-tunnels.sh",
             ["wait", container.id, host.address, str(TUNNEL_WAIT_SECONDS), *peers],
             delete_args=["down", args.image.source.tag, str(ROUTE_TABLE)],

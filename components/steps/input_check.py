@@ -38,7 +38,7 @@ class InputCheck(pulumi.ComponentResource):
         self.per_host = {
             host.name: host_script(
                 f"{name}-{host.name}",
-                host.command,
+                host,
                 "host/require-paths.sh",
                 [host.name, *flat],
                 triggers=[args.image_tag],

@@ -101,7 +101,7 @@ class OverlayNetwork(pulumi.ComponentResource):
         ipsec_checks = [
             host_script(
                 f"{name}-{host.name}-ipsec",
-                host.command,
+                host,
                 "host/ipsec-check.sh",
                 [host.name],
                 opts=pulumi.ResourceOptions(parent=self),

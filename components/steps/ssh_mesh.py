@@ -12,6 +12,7 @@ import pulumi_command as command
 
 from components.render.file_bundle import PlacedFile, bundle
 from components.hosts.host_script import host_script
+from components.hosts.remote_host import RemoteHost
 from components.render.mesh_files import MeshNode, render_authorized_keys, render_known_hosts, render_ssh_config
 from components.naming import component_type
 
@@ -22,8 +23,7 @@ REACH_STEP = "reach"
 
 @dataclass(frozen=True)
 class MeshMember:
-    host_name: str
-    command: command.remote.ConnectionArgs
+    host: RemoteHost
     container_name: str
     container_id: pulumi.Input[str]
     """A replaced container has new keys: the whole mesh is made again."""
@@ -45,7 +45,7 @@ def collected_keys(stdout: str) -> dict[str, str]:
 def mesh_node(member: MeshMember, keys: dict[str, str]) -> MeshNode:
     """The member as the others see it, with the keys collected from its container."""
     return MeshNode(
-        name=member.host_name,
+        name=member.host.name,
         address=member.address,
         port=member.ssh_port,
         user_key=str(keys["user_key"]),
@@ -82,7 +82,7 @@ class SshMesh(pulumi.ComponentResource):
         super().__init__(component_type("SshMesh"), name, None, opts)
         collected = [self._collect(name, member) for member in args.members]
         # By name, not by the host list's order: reordering the hosts changes no file.
-        by_name = sorted(args.members, key=lambda member: member.host_name)
+        by_name = sorted(args.members, key=lambda member: member.host.name)
         keys = [command.stdout.apply(collected_keys) for command in collected]
         nodes = pulumi.Output.all(
             *[found.apply(functools.partial(mesh_node, member)) for member, found in zip(args.members, keys, strict=True)]
@@ -98,8 +98,8 @@ class SshMesh(pulumi.ComponentResource):
         }
         self.trusts = [
             host_script(
-                f"{name}-{member.host_name}-trust",
-                member.command,
+                f"{name}-{member.host.name}-trust",
+                member.host,
                 "host/container-place-files.sh",
                 [member.container_name, TRUST_STEP],
                 data=bundle(files),
@@ -111,10 +111,10 @@ class SshMesh(pulumi.ComponentResource):
             for member in by_name
         ]
         manager = args.members[0]
-        others = [member.host_name for member in by_name if member is not manager]
+        others = [member.host.name for member in by_name if member is not manager]
         self.reach = host_script(
             f"{name}-reach",
-            manager.command,
+            manager.host,
             "host/mesh-reach.sh",
             [manager.container_name, str(args.reach_timeout), *others],
             generation=manager.generations.get(REACH_STEP, 0),
@@ -126,8 +126,8 @@ class SshMesh(pulumi.ComponentResource):
 
     def _collect(self, name: str, member: MeshMember) -> command.remote.Command:
         return host_script(
-            f"{name}-{member.host_name}-keys",
-            member.command,
+            f"{name}-{member.host.name}-keys",
+            member.host,
             "host/mesh-keys.sh",
             [member.container_name],
             generation=member.generations.get(KEYS_STEP, 0),

@@ -75,7 +75,7 @@ class Swarm(pulumi.ComponentResource):
         manager = args.manager
         return host_script(
             f"{name}-{manager.name}-init",
-            manager.command,
+            manager,
             "host/swarm-manager.sh",
             ["init", manager.address],
             delete_args=["leave"],
@@ -88,7 +88,7 @@ class Swarm(pulumi.ComponentResource):
         manager = args.manager
         join = host_script(
             f"{name}-{worker.name}-join",
-            worker.command,
+            worker,
             "host/swarm-worker.sh",
             ["join", f"{manager.address}:2377", worker.address],
             delete_args=["leave"],
@@ -104,7 +104,7 @@ class Swarm(pulumi.ComponentResource):
         node_id = node_id_of(join)
         host_script(
             f"{name}-{worker.name}-membership",
-            manager.command,
+            manager,
             "host/swarm-node.sh",
             ["prune", worker.address, node_id],
             delete_args=["remove", node_id],

@@ -446,6 +446,14 @@ def test_a_bandwidth_below_the_minimum_stops_the_launch_naming_the_key(tmp_path:
     assert "3.5 Gbit/s is below the minimum 10 Gbit/s (training.preflight.min_busbw_gbps)" in result.stderr
 
 
+def test_one_rank_reports_no_bus_bandwidth_and_says_why_instead_of_checking_the_minimum(tmp_path: Path) -> None:
+    one_rank = ALLREDUCE_RESULT.replace('"world_size": 2', '"world_size": 1').replace("3.5", "null")
+    result = preflight(tmp_path, "--min-busbw", "10", command=f"echo '{one_rank}'", env=local_ssh_env(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert '"busbw_gbps": null' in result.stdout.splitlines()[-1]
+    assert "one rank: no bus bandwidth to measure (its all-reduce crosses no link)" in result.stderr
+
+
 def test_a_node_with_another_hostfile_is_named(tmp_path: Path) -> None:
     other = tmp_path / "other-hostfile"
     other.write_text("server2 slots=1\nserver1 slots=1\n")

@@ -423,7 +423,13 @@ def test_strongswan_encrypts_the_overlay_on_the_wire_and_leaves_nothing_when_tur
     stack.pulumi("preview", "--expect-no-changes")
 
 
-def test_a_network_cut_during_training_fails_up_within_a_bounded_time(stack: Stack) -> None:
+def locks_left(stack: Stack) -> list[str]:
+    """The stack locks a pulumi run left in the state directory (one killed, not one that failed)."""
+    return [lock.name for lock in (stack.cli.state_dir / ".pulumi" / "locks").rglob("*.json")]
+
+
+def long_training_started(stack: Stack) -> subprocess.Popen[str]:
+    """`pulumi up` running a training run of a million steps, once its log shows steps."""
     stack.pulumi("config", "set", "--path", "training.workload.args[1]", "1000000")
     stack.pulumi("config", "set", "--path", "training.stall_timeout", "120")
     cli = stack.cli
@@ -431,39 +437,73 @@ def test_a_network_cut_during_training_fails_up_within_a_bounded_time(stack: Sta
         ["pulumi", "up", "--yes", "--stack", STACK, "--non-interactive"],
         cwd=cli.project_dir, env=cli.env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
+    deadline = time.monotonic() + 300
+    # This run, not the last one's log: the preflight comes first, then the status says running.
+    while not (
+        in_container("server1", "cat", "/opt/dslab/run/status", check=False).strip() == "running"
+        and "dslab: step=" in in_container("server1", "cat", "/opt/dslab/run/train.log", check=False)
+    ):
+        if running.poll() is not None or time.monotonic() > deadline:
+            running.kill()
+            raise AssertionError(f"training did not start: {running.communicate()[0][-3000:]}")
+        time.sleep(2)
+    return running
+
+
+def fails_after_fault(
+    scenario: str, stack: Stack, running: subprocess.Popen[str], fault: str, undo: str, host: str
+) -> tuple[str, float]:
+    """FAULT on HOST while RUNNING (STACK's up) goes on; what it printed and how long after the
+    fault it failed. Whatever happened, the training is set back to its 20 steps."""
     try:
-        deadline = time.monotonic() + 300
-        # This run, not the last one's log: the preflight comes first, then the status says running.
-        while not (
-            in_container("server1", "cat", "/opt/dslab/run/status", check=False).strip() == "running"
-            and "dslab: step=" in in_container("server1", "cat", "/opt/dslab/run/train.log", check=False)
-        ):
-            assert running.poll() is None and time.monotonic() < deadline, "training did not start"
-            time.sleep(2)
-        host_fault("network-cut", "server2")
+        host_fault(fault, host)
         started = time.monotonic()
         output, _ = running.communicate(timeout=600)
-        failed_after = timed("network cut during training (wait mode)", "up failed after", started)
+        failed_after = timed(scenario, "up failed after", started)
     finally:
         if running.poll() is None:
             running.kill()
-        host_fault("network-restore", "server2")
+        host_fault(undo, host)
+        stack.pulumi("config", "set", "--path", "training.workload.args[1]", "20")
     LOGS.append(output)
+    assert running.returncode != 0, output[-3000:]
+    assert not locks_left(stack), "a run that failed left no lock: the next one needs no `pulumi cancel`"
+    return output, failed_after
 
-    assert running.returncode != 0
+
+def trains_again_after(scenario: str, stack: Stack) -> None:
+    started = time.monotonic()
+    up(stack)
+    timed(scenario, "next up trained in", started)
+    assert_trained_across_both(stack)
+
+
+def test_a_network_cut_during_training_fails_up_within_a_bounded_time(stack: Stack) -> None:
+    scenario = "network cut during training (wait mode)"
+    running = long_training_started(stack)
+    output, failed_after = fails_after_fault(scenario, stack, running, "network-cut", "network-restore", "server2")
     assert failed_after < 120, f"up failed within a bounded time, not after {failed_after} s"
     assert "lost contact with server2" in output or "not answering ssh from" in output, output[-3000:]
     assert "failed: stopped the run" in in_container("server1", "cat", "/opt/dslab/run/status")
-
-    stack.pulumi("config", "set", "--path", "training.workload.args[1]", "20")
-    started = time.monotonic()
-    up(stack)
-    timed("network cut during training (wait mode)", "next up trained in", started)
-    assert_trained_across_both(stack)
+    trains_again_after(scenario, stack)
 
 
 ENGINE_BOUND_S = 15
 """operator.host_timeout for the hung engine: short, so the scenario stays short."""
+
+
+PROGRESS_S = 30
+"""How often the run's step looks at the log (deepspeed-launch.sh's DSLAB_PROGRESS_SECONDS)."""
+
+
+def test_a_manager_engine_that_hangs_during_training_fails_up_within_its_bound_naming_the_host(stack: Stack) -> None:
+    scenario = "hung manager engine during training"
+    stack.pulumi("config", "set", "--path", "operator.host_timeout", str(ENGINE_BOUND_S))
+    running = long_training_started(stack)
+    output, failed_after = fails_after_fault(scenario, stack, running, "engine-hang", "engine-resume", "server1")
+    assert f"server1: the Docker engine does not answer (no reply in {ENGINE_BOUND_S} s)" in output, output[-3000:]
+    assert failed_after < PROGRESS_S + ENGINE_BOUND_S + 15, f"up failed within its bound, not after {failed_after} s"
+    trains_again_after(scenario, stack)
 
 
 BLOCKED_COMMANDS = (("preview",), ("up", "--yes"), ("destroy", "--yes"), ("up", "--yes", "--refresh=false"))
@@ -486,6 +526,7 @@ def commands_fail_within(scenario: str, stack: Stack, fault: str, undo: str, bou
             assert code != 0, f"{command} failed"
             assert all(text in output for text in said), output[-3000:]
             assert failed_after < bound_s, f"{command} failed within its bound, not after {failed_after} s"
+            assert not locks_left(stack), "a run that failed left no lock: the next one needs no `pulumi cancel`"
         assert container("server1")["Id"] == server1_container, "nothing was changed on the other host"
     finally:
         host_fault(undo, "server2")

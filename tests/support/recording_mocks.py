@@ -73,21 +73,31 @@ def fake_results(name: str) -> dict[str, dict[str, Any]]:
             "socket_ifname": "eth0",
         },
         "host/deepspeed-launch.sh": {"status": "succeeded", "log": "/opt/dslab/run/train.log"},
+        "host/preflight-check.sh": {"nodes": 2, "busbw_gbps": 3.5, "allreduce": {"backend": "gloo"}},
     }
 
 
 def fake_stdout(inputs: dict[str, Any], name: str) -> str:
-    """What a Command prints: the image's preflight.sh run by `docker exec`, or a host script
-    of `assets/` fed to `bash -s` (recognised by its text)."""
-    if "/opt/dslab/preflight.sh" in str(inputs.get("create", "")):
-        return '{"nodes": 2, "busbw_gbps": 3.5, "allreduce": {"backend": "gloo"}}'
-    stdin = unsecret(inputs.get("stdin"))
+    """What a Command prints: a host script of `assets/` fed to `bash -s` (recognised by its text)."""
+    stdin = script_body(unsecret(inputs.get("stdin")))
     if stdin == (ASSETS_DIR / "operator" / "new-secret.sh").read_text(encoding="utf-8"):
         return "5" * 64
     for script, result in fake_results(name).items():
         if stdin.startswith(script_text(script)):
             return json.dumps(result)
     return ""
+
+
+def script_body(stdin: str) -> str:
+    """A Command's stdin without the line naming its host (components.hosts.host_script)."""
+    first, _, rest = stdin.partition("\n")
+    return rest if first.startswith("DSLAB_HOST=") else stdin
+
+
+def host_line(recorded: Recorded) -> str:
+    """The line naming a host script's host and its engine's bound, or ""."""
+    first = unsecret(recorded.inputs.get("stdin")).partition("\n")[0]
+    return first if first.startswith("DSLAB_HOST=") else ""
 
 
 def unsecret(value: Any) -> str:
@@ -105,7 +115,7 @@ def new_hosts_answers(command: str) -> str:
 
 def host_script_of(recorded: Recorded) -> str | None:
     """The assets script a step runs: the host script a Command sends on stdin."""
-    stdin = unsecret(recorded.inputs.get("stdin"))
+    stdin = script_body(unsecret(recorded.inputs.get("stdin")))
     for path in sorted((ASSETS_DIR / "host").glob("*.sh")):
         script = f"host/{path.name}"
         if stdin.startswith(script_text(script)):
@@ -129,7 +139,7 @@ def step_generation(recorded: Recorded) -> int | None:
 
 def placed_files(recorded: Recorded) -> dict[str, str]:
     """Path -> content of the files a container-place-files.sh step places (components.render.file_bundle)."""
-    stdin = str(recorded.inputs["stdin"])
+    stdin = script_body(str(recorded.inputs["stdin"]))
     data = stdin[len(script_text("host/container-place-files.sh")) :].encode()
     files: dict[str, str] = {}
     while data:

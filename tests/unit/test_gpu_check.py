@@ -8,7 +8,6 @@ Golden files are in ``golden/``; rewrite them with ``UPDATE_GOLDEN=1`` and revie
 
 from __future__ import annotations
 
-import shlex
 
 import json
 import os
@@ -92,13 +91,13 @@ def test_what_the_check_runs_is_what_the_program_places_in_the_manager_container
     def check(_: Any) -> None:
         placed = placed_files(mocks.resources["lab-training-gpu1-files"])
         launch = mocks.resources["lab-training-run"]
-        preflight = mocks.resources["lab-training-preflight-check"].inputs
+        preflight = mocks.resources["lab-training-preflight-check"]
         assert placed["/opt/dslab/run/ds_config.json"] == local.ds_config
         assert placed["/opt/dslab/run/dataset_info.json"] == local.dataset_info
         # The mock container found its overlay interface as eth0; the GPU machine's is found the same way.
         assert placed["/root/.deepspeed_env"] == run_deepspeed_env(config, "eth0")
         program_argv = after_dashes(script_args(launch))
-        program_preflight = after_dashes(shlex.split(preflight["create"]))
+        program_preflight = after_dashes(after_dashes(script_args(preflight)))
         assert local.argv == ("deepspeed", "--no_ssh_check", *program_argv[1:])
         assert local.preflight_argv == ("deepspeed", "--no_ssh_check", *program_preflight[1:])
         assert placed["/opt/dslab/run/hostfile"] == "gpu1 slots=1\n"

@@ -24,8 +24,10 @@ from tests.support.recording_mocks import (
     LOCAL_COMMAND,
     REMOTE_COMMAND,
     RecordingMocks,
+    host_line,
     host_script_of,
     placed_files,
+    script_body,
     script_args,
     step_generation,
 )
@@ -116,9 +118,12 @@ def test_every_command_checks_its_hosts_key_and_sends_its_script_on_stdin(mocks:
             assert connection["hostKey"] == f"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI{host}", command.name
             assert command.inputs["addPreviousOutputInEnv"] is False, "no last output sent to the host"
             assert len(command.inputs["create"]) < 400, "the script travels on stdin, not in the command line"
+            if host_script_of(command) is not None:
+                # host/lib/engine-bound.sh: a call the engine gives no reply ends the step, naming the host.
+                assert host_line(command) == f"DSLAB_HOST={host} DSLAB_ENGINE_TIMEOUT=60", command.name
         membership = next(c.inputs for c in commands if c.name == "lab-swarm-server2-membership")
         assert "10.0.18.1" in str(membership["connection"]), "the manager forgets the worker's node"
-        assert membership["stdin"] == (REPO / "assets" / "host" / "swarm-node.sh").read_text()
+        assert script_body(membership["stdin"]) == script_text("host/swarm-node.sh")
         assert shlex.split(membership["create"]) == [
             "bash",
             "-s",
@@ -192,7 +197,7 @@ def test_the_join_token_reaches_workers_only_as_a_secret_on_stdin(mocks: Recordi
         stdin = join.inputs["stdin"]
         secret_marker = "4dabf18193072939515e22adb298388d"  # the wire format of a Pulumi secret
         assert secret_marker in stdin, "the token travels as a secret"
-        assert stdin["value"] == script_text("host/swarm-worker.sh") + "SWMTKN-1-secret", "after the script, on stdin"
+        assert script_body(stdin["value"]) == script_text("host/swarm-worker.sh") + "SWMTKN-1-secret", "after the script"
 
     return everything_registered(lab).apply(check)
 
@@ -247,9 +252,10 @@ def test_the_preflight_runs_before_training_and_again_whenever_training_does(moc
     def check(values: list[Any]) -> None:
         preflight = mocks.resources["lab-training-preflight-check"]
         launch = mocks.resources["lab-training-run"]
-        args = shlex.split(preflight.inputs["create"])
-        assert args[:4] == ["docker", "exec", "llm", "/opt/dslab/preflight.sh"], "in the manager's container"
-        allreduce = args[args.index("--") + 1 :]
+        assert host_script_of(preflight) == "host/preflight-check.sh", "the image's preflight.sh in the manager's container"
+        args = script_args(preflight)
+        assert args[:3] == ["llm", "360", "--"], "its checks' own bounds: reach 60 s and run 300 s"
+        allreduce = after_dashes(after_dashes(args))
         assert allreduce[:7] == [
             "deepspeed", "--hostfile", "/opt/dslab/run/hostfile", "--master_addr", "10.0.3.128",
             "--master_port", "29500",
