@@ -13,12 +13,17 @@ and every rank prints ``dslab: rank=R local_rank=L host=NAME``. Any exception, o
 ends the process with a non-zero status (``--fail_rank``/``--fail_step`` inject one, for
 tests).
 
-usage: train_tiny.py --deepspeed CONFIG [--steps N] [--lr LR] [--seed S] [--local_rank R]
+With ``--output_dir DIR`` rank 0 also writes ``DIR/result.json`` (steps, world size, final
+loss) at the end.
+
+usage: train_tiny.py --deepspeed CONFIG [--steps N] [--lr LR] [--seed S] [--output_dir DIR]
+                     [--local_rank R]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import socket
 import sys
@@ -60,6 +65,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         type=_positive_int,
         default=300,
         help="collective timeout in seconds, so a lost peer ends the run (default 300)",
+    )
+    parser.add_argument(
+        "--output_dir",
+        default=None,
+        help="the run's directory: rank 0 writes result.json there at the end (default: none)",
     )
     parser.add_argument("--fail_rank", type=int, default=None, help="test hook: this rank raises")
     parser.add_argument(
@@ -148,9 +158,20 @@ def train(args: argparse.Namespace) -> float:
             report(f"step={step} loss={loss_value:.6f}")
     dist.barrier()
     if rank == 0:
+        if args.output_dir:
+            write_result(args.output_dir, {"steps": args.steps, "world_size": world_size, "final_loss": loss_value})
         report(f"finished steps={args.steps} final_loss={loss_value:.6f}")
     dist.destroy_process_group()
     return loss_value
+
+
+def write_result(output_dir: str, result: dict[str, float | int]) -> None:
+    """``result.json`` in the run's directory (made if missing), written whole or not at all."""
+    os.makedirs(output_dir, exist_ok=True)
+    path = os.path.join(output_dir, "result.json")
+    with open(f"{path}.tmp", "w", encoding="utf-8") as out:
+        json.dump(result, out)
+    os.replace(f"{path}.tmp", path)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -28,7 +28,6 @@ import dataclasses
 import importlib
 import importlib.metadata
 import json
-import posixpath
 import re
 import socket
 import subprocess
@@ -45,6 +44,7 @@ from components.render.build_context import build_args, context_entries, llamafa
 from components.config import LabConfig, LlamaFactoryWorkload, Mount, load_stack_file  # noqa: E402
 from components.render.container_spec import interface_subnet  # noqa: E402
 from components.render.loss_plot import loss_plot_in_container  # noqa: E402
+from components.render.results import RUN_NAME_TOKEN, RUN_OUTPUT_DIR  # noqa: E402
 from components.paths import ASSETS_DIR  # noqa: E402
 from components.render.run_files import DEEPSPEED_ENV_PATH, RUN_DIR, RunFiles, run_deepspeed_env, run_files  # noqa: E402
 from components.render.workload_inputs import required_paths, workload_mounts  # noqa: E402
@@ -70,12 +70,22 @@ def with_master_addr(argv: Sequence[str], address: str) -> tuple[str, ...]:
     return (*argv[:at], address, *argv[at + 1 :])
 
 
+RUN_NAME = "gpu-check"
+"""The run's name, which deepspeed-launch.sh would choose on the manager."""
+
+
+def named(text: str) -> str:
+    """TEXT with the run's name where the program leaves its token (components.render.results)."""
+    return text.replace(RUN_NAME_TOKEN, RUN_NAME)
+
+
 def local_run_files(files: RunFiles, gpus: int) -> RunFiles:
-    """The program's run files for this machine: only the hostfile and the ssh check differ."""
+    """The program's run files for this machine: only the hostfile, the ssh check and the run's
+    name (chosen at run time on the manager) differ."""
     return dataclasses.replace(
         files,
         hostfile=local_hostfile(gpus),
-        argv=without_ssh_check(files.argv),
+        argv=without_ssh_check([named(word) for word in files.argv]),
         preflight_argv=without_ssh_check(files.preflight_argv),
     )
 
@@ -134,11 +144,8 @@ def lay_out(root: Path, config: LabConfig, files: RunFiles, deepspeed_env: str, 
 
 
 def output_dir(config: LabConfig) -> str:
-    """Where a LLaMA-Factory run writes its logs and adapter (``args.output_dir``), else ``""``."""
-    workload = config.training.workload
-    if not isinstance(workload, LlamaFactoryWorkload) or "output_dir" not in workload.args:
-        return ""
-    return posixpath.join(workload.workdir, str(workload.args["output_dir"]))
+    """Where a LLaMA-Factory run writes its logs and adapter (the run's directory), else ``""``."""
+    return named(RUN_OUTPUT_DIR) if isinstance(config.training.workload, LlamaFactoryWorkload) else ""
 
 
 def record(directory: Path, config: LabConfig, files: RunFiles, deepspeed_env: str, deviations: list[str]) -> None:
@@ -153,7 +160,7 @@ def record(directory: Path, config: LabConfig, files: RunFiles, deepspeed_env: s
         "preflight.argv": "\0".join(files.preflight_argv) + "\0",
         "workdir": config.training.workload.workdir + "\n",
         "output_dir": output_dir(config) + "\n",
-        "loss_plot": (loss_plot_in_container(config.training.workload) or "") + "\n",
+        "loss_plot": named(loss_plot_in_container(config.training.workload) or "") + "\n",
         "deviations.txt": "".join(f"{line}\n" for line in deviations),
     }
     for name, text in texts.items():

@@ -28,6 +28,7 @@ from components.render.loss_plot import loss_plot_copy, loss_plot_in_container
 from components.naming import component_type
 from components.steps.node_container import NodeContainer, NodeContainerArgs
 from components.steps.overlay_network import OverlayNetwork, OverlayNetworkArgs, tunnel_mtu
+from components.render.results import host_results_dir
 from components.render.run_files import run_deepspeed_env, run_files
 from components.steps.ssh_mesh import KEYS_STEP, REACH_STEP, TRUST_STEP, MeshMember, SshMesh, SshMeshArgs
 from components.steps.swarm import SWARM_STEP, Swarm, SwarmArgs
@@ -48,6 +49,7 @@ class Lab(pulumi.ComponentResource):
         image_ids: host name -> training image id.
         shell_command: how to open a shell in the manager container.
         training_status / training_log / training_summary: the run, when launched.
+        training_results: host -> the run's directory there (under training.results_dir).
         training_log_command: an ssh command line that follows that log from the operator's shell.
         training_loss_plot: the loss curve LLaMA-Factory drew, copied to outputs/<stack>/ here.
         preflight_busbw_gbps: the all-reduce bus bandwidth measured right before the run (Gbit/s);
@@ -67,6 +69,8 @@ class Lab(pulumi.ComponentResource):
     ) -> None:
         # Before anything is registered: a host that cannot be asked stops `up` with nothing made.
         self.facts = read_host_facts(config, owner, str(project_dir))
+        self.results_dir = host_results_dir(config, owner)
+        """Where each run gets its own directory, on every host."""
         super().__init__(component_type("Lab"), name, None, opts)
         self.config = config
         self.hosts: dict[str, RemoteHost] = {
@@ -275,6 +279,7 @@ class Lab(pulumi.ComponentResource):
                 file_generations={host.name: self.facts.generation(host.name, RUN_FILES_STEP) for host in config.hosts},
                 preflight=config.training.preflight,
                 preflight_argv=list(self.run.preflight_argv),
+                results_dir=self.results_dir,
             ),
             pulumi.ResourceOptions(parent=self),
         )
@@ -318,6 +323,11 @@ class Lab(pulumi.ComponentResource):
                     lambda path: operator_ssh_line(self.config.operator, manager, f"docker exec {container} tail -n 100 -F {path}")
                 ),
                 "training_summary": self.launch.summary,
+                # The same path on every host; each holds what its ranks wrote (the manager the
+                # finished run's outputs, every node its checkpoint shards).
+                "training_results": self.launch.run_name.apply(
+                    lambda run: {host.name: f"{self.results_dir}/{run}" for host in self.nodes} if run else {}
+                ),
             }
             if self.loss_plot is not None:
                 outputs["training_loss_plot"] = self.loss_plot.path

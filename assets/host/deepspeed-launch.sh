@@ -7,12 +7,16 @@
 #           run shows its last lines. An engine that stops answering ends the step within
 #           DSLAB_PROGRESS_SECONDS and the engine's bound (host/lib/engine-bound.sh); the run
 #           goes on in the container until the next run or preflight stops it.
+#           Each run writes into a directory of its own on every host, RESULTS/<UTC time>-KEY
+#           (KEY names its inputs), mounted into the containers: every @RUN@ in the command
+#           line and LOSS_PLOT becomes that name. A finished run's directory gets `finished`.
 #   report: say what the last run left, without running anything (the step's update).
-#   stop:   stop a run still going (background mode; the step's delete).
+#   stop:   stop a run still going (background mode; the step's delete), and say where the
+#           results stay: nothing of them is ever deleted here.
 # The result (run, report) is one JSON line: status, log, summary (the run's last
-# `dslab: finished` line) and, in wait mode, the LOSS_PLOT the run drew (a PNG in the
-# container; - for none) base64-encoded, for the operator's copy.
-# Usage: deepspeed-launch.sh run|report|stop CONTAINER WORKDIR RUN_DIR MODE(wait|background) STALL_TIMEOUT LOSS_PLOT -- DEEPSPEED_ARGV...
+# `dslab: finished` line), run (its name) and, in wait mode, the LOSS_PLOT the run drew (a
+# PNG in the container; - for none) base64-encoded, for the operator's copy.
+# Usage: deepspeed-launch.sh run|report|stop CONTAINER WORKDIR RUN_DIR MODE(wait|background) STALL_TIMEOUT LOSS_PLOT RESULTS KEY -- DEEPSPEED_ARGV...
 set -euo pipefail
 # dslab:include host/lib/engine-bound.sh
 # dslab:include host/lib/json-string.sh
@@ -21,30 +25,37 @@ set -euo pipefail
 # dslab:include host/lib/run-stop.sh
 
 PROGRESS_LINES_ON_FAILURE=15
+LAST_RUN=last-run  # in RESULTS: the name of the last run started
 
 launch() {
-  local action=$1 container=$2 workdir=$3 run_dir=$4 mode=$5 stall_timeout=$6 loss_plot=$7
-  shift 8  # ACTION CONTAINER WORKDIR RUN_DIR MODE STALL_TIMEOUT LOSS_PLOT --
-  local log="$run_dir/train.log" status="$run_dir/status" state
+  local action=$1 container=$2 workdir=$3 run_dir=$4 mode=$5 stall_timeout=$6 loss_plot=$7 results=$8 key=$9
+  shift 10  # ACTION CONTAINER WORKDIR RUN_DIR MODE STALL_TIMEOUT LOSS_PLOT RESULTS KEY --
+  local log="$run_dir/train.log" status="$run_dir/status" state name
   case $action in
     stop)
       stop_run_in "$container"
+      echo "the results of every run stay on each host in $results (training.results_dir)" >&2
       return 0
       ;;
     report)
       state=$(container_output "$container" cat "$status" 2>/dev/null || echo unknown)
+      name=$(cat "$results/$LAST_RUN" 2>/dev/null || true)
       ;;
     run)
       stop_run_in "$container"
-      start_run "$container" "$workdir" "$log" "$status" "$run_dir/hostfile" "$mode" "$stall_timeout" "$@"
+      name="$(date -u +%Y%m%dT%H%M%SZ)-$key"
+      mkdir -p "$results/$name"
+      printf '%s\n' "$name" >"$results/$LAST_RUN"
+      echo "this run's results: $results/$name on every host" >&2
+      start_run "$container" "$workdir" "$log" "$status" "$run_dir/hostfile" "$mode" "$stall_timeout" "${@//@RUN@/$name}"
       # run-deepspeed.sh exits 0 only once its status file says so: the exit code is the status.
       state=succeeded
-      [[ "$mode" == background ]] && state=running
+      if [[ "$mode" == background ]]; then state=running; else date -u +%FT%TZ >"$results/$name/finished"; fi
       echo "training $state; the log is $container:$log" >&2
       ;;
     *) echo "deepspeed-launch.sh: unknown action $action" >&2; return 64 ;;
   esac
-  report "$container" "$log" "$state" "$mode" "$loss_plot"
+  report "$container" "$log" "$state" "$mode" "${loss_plot//@RUN@/$name}" "$name"
 }
 
 # The last log line, when it is new since the last time it was shown (run by the ticker).
@@ -82,7 +93,7 @@ start_run() {
 }
 
 report() {
-  local container=$1 log=$2 state=$3 mode=$4 loss_plot=$5 summary plot_base64=""
+  local container=$1 log=$2 state=$3 mode=$4 loss_plot=$5 name=$6 summary plot_base64=""
   summary=$(container_output "$container" sh -c "grep -a 'dslab: finished' '$log' | tail -n 1" 2>/dev/null || true)
   if [[ "$mode" == wait && "$loss_plot" != - && "$state" == succeeded ]]; then
     if plot_base64=$(container_output "$container" base64 -w0 "$loss_plot" 2>/dev/null); then
@@ -93,8 +104,8 @@ report() {
     fi
   fi
   # The summary is a line the run wrote: anything may be in it.
-  printf '{"status": %s, "log": %s, "summary": %s, "loss_plot": %s, "loss_plot_png": "%s"}\n' \
-    "$(json_string "$state")" "$(json_string "$log")" "$(json_string "$summary")" \
+  printf '{"status": %s, "log": %s, "summary": %s, "run": %s, "loss_plot": %s, "loss_plot_png": "%s"}\n' \
+    "$(json_string "$state")" "$(json_string "$log")" "$(json_string "$summary")" "$(json_string "$name")" \
     "$(json_string "${plot_base64:+$loss_plot}")" "$plot_base64"
 }
 

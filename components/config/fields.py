@@ -436,6 +436,16 @@ def flag_name(value: str) -> str:
     return value
 
 
+_FLAG_OPTION = re.compile(r"^--[A-Za-z][A-Za-z0-9_-]*$")
+
+
+def flag_option(value: str) -> str:
+    """A command-line option as a script takes it, dashes included: ``--output_dir``."""
+    if not _FLAG_OPTION.match(value):
+        raise ValueError("is not an option; expected -- and a name, e.g. --output_dir")
+    return value
+
+
 # --- Pulumi secrets in stack files ---------------------------------------------------
 
 
@@ -517,3 +527,4 @@ ContainerPath = Annotated[str, PlainValidator(container_path)]
 Argument = Annotated[str, PlainValidator(argument)]
 FlagValue = Annotated[str | int | float | bool, PlainValidator(flag_value)]
 FlagName = Annotated[str, AfterValidator(flag_name)]
+FlagOption = Annotated[str, AfterValidator(flag_option)]

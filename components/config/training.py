@@ -17,6 +17,7 @@ from components.config.fields import (
     BucketSize,
     ContainerPath,
     FlagName,
+    FlagOption,
     FlagValue,
     InterfaceName,
     NonNegativeFloat,
@@ -36,9 +37,7 @@ LLAMAFACTORY_DEFAULT_ARGS: dict[str, str | int | float | bool] = {
     "template": "chatglm2",
     "finetuning_type": "lora",
     "lora_target": "query_key_value",
-    "output_dir": "chatglm2_sft",
     "overwrite_cache": True,
-    "overwrite_output_dir": True,
     "per_device_train_batch_size": 4,
     "gradient_accumulation_steps": 4,
     "lr_scheduler_type": "cosine",
@@ -49,7 +48,8 @@ LLAMAFACTORY_DEFAULT_ARGS: dict[str, str | int | float | bool] = {
     "plot_loss": True,
     "fp16": True,
 }
-"""The write-up's LoRA SFT arguments (chatglm2-6b on alpaca_gpt4_zh)."""
+"""The write-up's LoRA SFT arguments (chatglm2-6b on alpaca_gpt4_zh), but its output_dir: each
+run writes into its own directory under training.results_dir (components.render.results)."""
 
 LLAMAFACTORY_ENTRYPOINT = "/opt/dslab/llamafactory_train.py"
 """The image's LLaMA-Factory entry point for the DeepSpeed launcher (assets/llamafactory_train.py)."""
@@ -92,6 +92,15 @@ class ScriptWorkload(FrozenModel):
     workdir: AbsolutePath = Field(
         default="/opt/dslab",
         description="Directory deepspeed runs in (and where .deepspeed_env lives). Default /opt/dslab.",
+    )
+    output_dir_flag: FlagOption | None = Field(
+        default=None,
+        description=(
+            "Flag that passes the run's directory (on every host under training.results_dir, "
+            "the same path in every container), e.g. --output_dir for /opt/dslab/train_tiny.py. "
+            "Default none: the script is not told."
+        ),
+        examples=["--output_dir"],
     )
     deepspeed_config_flag: Literal["--deepspeed", "--deepspeed_config"] = Field(
         default="--deepspeed",
@@ -212,6 +221,13 @@ class LlamaFactoryWorkload(FrozenModel):
                     "from; set dataset_dir: {source: /srv/datasets, target: /datasets}, or "
                     "give an absolute path in the container",
                 )
+        if "output_dir" in self.args:
+            problems.add(
+                ("args", "output_dir"),
+                f"{self.args['output_dir']!r}: each run writes into its own directory under "
+                "training.results_dir on every host, never into an earlier run's; remove it "
+                "(set training.results_dir to choose where)",
+            )
         if self.datasets:
             if "dataset_dir" in self.args:
                 problems.add(
@@ -347,6 +363,15 @@ class TrainingConfig(FrozenModel):
         examples=[600],
     )
     preflight: PreflightConfig = Field(default_factory=PreflightConfig)
+    results_dir: AbsolutePath | None = Field(
+        default=None,
+        description=(
+            "Where each run gets its own directory on every host (mounted into the containers): "
+            "outputs, checkpoints, the adapter. Never deleted by pulumi. Default "
+            "/var/lib/dslab/<stack>/runs."
+        ),
+        examples=["/srv/dslab/runs"],
+    )
     socket_ifname: InterfaceName | None = Field(
         default=None,
         description=(

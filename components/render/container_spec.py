@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from components.config.address_plan import AddressPlan
 from components.config import Host, LabConfig, Mount
 from components.config import GpuRequestValue, size_to_mb
+from components.render.results import RESULTS_MOUNT, host_results_dir
 from components.render.workload_inputs import workload_mounts
 
 
@@ -77,7 +78,12 @@ def container_spec(config: LabConfig, host: Host, image: str, owner: str, plan: 
         restart=container.restart,
         ulimits=tuple((name, limit.soft, limit.hard) for name, limit in sorted(container.ulimits.items())),
         gpus=gpus,
-        mounts=(*container.mounts, *host.overrides.mounts, *workload_mounts(config)),
+        mounts=(
+            *container.mounts,
+            *host.overrides.mounts,
+            *workload_mounts(config),
+            Mount(source=host_results_dir(config, owner), target=RESULTS_MOUNT),
+        ),
         env=tuple(sorted(environment.items())),
         labels=tuple(sorted(labels)),
     )

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 
 from components.config.address_plan import AddressPlan
 from components.config import ArgValue, LabConfig, LlamaFactoryWorkload, ScriptWorkload
+from components.render.results import RUN_OUTPUT_DIR
 
 
 def format_flag_value(value: ArgValue) -> str:
@@ -44,15 +45,19 @@ def workload_argv(
 
     A LLaMA-Factory workload with ``datasets`` also gets ``--dataset_dir`` = the folder of
     ``ds_config_path``: the generated ``dataset_info.json`` is placed beside ds_config.json.
+    Its ``--output_dir`` (a script's ``output_dir_flag``) is the run's own directory
+    (components.render.results), named when the run starts.
     """
     if isinstance(workload, ScriptWorkload):
+        output = [workload.output_dir_flag, RUN_OUTPUT_DIR] if workload.output_dir_flag else []
         return [
             workload.entrypoint,
             workload.deepspeed_config_flag,
             ds_config_path,
             *workload.args,
+            *output,
         ]
-    args = dict(workload.args)
+    args = {**workload.args, "output_dir": RUN_OUTPUT_DIR}
     if workload.datasets:
         args["dataset_dir"] = posixpath.dirname(ds_config_path)
     return [

@@ -7,20 +7,20 @@ import posixpath
 from pathlib import Path
 
 from components.config import LlamaFactoryWorkload, ScriptWorkload
+from components.render.results import RUN_OUTPUT_DIR
 
 LOSS_PLOT_NAME = "training_loss.png"
 """The file `--plot_loss true` writes into the output directory when training ends."""
 
 
 def loss_plot_in_container(workload: ScriptWorkload | LlamaFactoryWorkload) -> str | None:
-    """`<workdir>/<output_dir>/training_loss.png` when the workload plots its loss, else None."""
+    """`<the run's directory>/training_loss.png` when the workload plots its loss, else None
+    (with the run's name still a token: components.render.results)."""
     if not isinstance(workload, LlamaFactoryWorkload):
         return None
-    plot = workload.args.get("plot_loss")
-    output_dir = workload.args.get("output_dir")
-    if plot not in (True, "true", "True") or not output_dir:
+    if workload.args.get("plot_loss") not in (True, "true", "True"):
         return None
-    return posixpath.join(workload.workdir, str(output_dir), LOSS_PLOT_NAME)
+    return posixpath.join(RUN_OUTPUT_DIR, LOSS_PLOT_NAME)
 
 
 def loss_plot_copy(project_dir: Path, stack: str) -> Path:

@@ -17,6 +17,7 @@ from components.render.file_bundle import PlacedFile, bundle
 from components.hosts.host_script import bash_stdin_call, host_script, script_text
 from components.naming import component_type
 from components.steps.preflight import Preflight, PreflightArgs
+from components.render.results import run_key
 from components.render.run_files import DEEPSPEED_ENV_PATH, RUN_DIR
 
 RUN_FILES_STEP = "run-files"
@@ -51,6 +52,13 @@ class DeepSpeedLaunchArgs:
     preflight: PreflightConfig
     preflight_argv: list[str]
     """The deepspeed command of the preflight's all-reduce (components.render.launch_argv)."""
+    results_dir: str
+    """Where every run gets its own directory on each host (components.render.results)."""
+
+
+def run_summary(run: str, finished_line: str) -> str:
+    """The run's last `dslab: finished` line, after the run's name."""
+    return f"run {run}: {finished_line}" if run and finished_line else finished_line
 
 
 def launch_result(stdout: str) -> dict[str, Any]:
@@ -71,7 +79,8 @@ class DeepSpeedLaunch(pulumi.ComponentResource):
     Outputs:
         status: `succeeded`, or `running` in background mode.
         log_path: the log inside the manager container.
-        summary: the run's last `dslab: finished ...` line, when it printed one.
+        summary: the run's last `dslab: finished ...` line, when it printed one, after its name.
+        run_name: the run's directory under results_dir on every host (`<UTC time>-<inputs key>`).
         busbw_gbps: the preflight's all-reduce bus bandwidth (Gbit/s); None without preflight, and
             its value None for one rank.
         loss_plot_png: the loss curve PNG, base64-encoded ("" when the run drew none or runs on).
@@ -80,6 +89,7 @@ class DeepSpeedLaunch(pulumi.ComponentResource):
     status: pulumi.Output[str]
     log_path: pulumi.Output[str]
     summary: pulumi.Output[str]
+    run_name: pulumi.Output[str]
     busbw_gbps: pulumi.Output[float | None] | None
     loss_plot_png: pulumi.Output[str]
 
@@ -138,9 +148,12 @@ class DeepSpeedLaunch(pulumi.ComponentResource):
                 pulumi.ResourceOptions(parent=self),
             )
             before_run.append(self.preflight.resource)
+        # Names the run's inputs in its directory's name: a changed run never writes into an
+        # earlier one's.
+        key = run_key(shlex.join(args.argv), args.ds_config, args.dataset_info or "", args.hostfile)
         launch_args = [
             args.container_name, args.workdir, RUN_DIR, mode, str(args.stall_timeout), args.loss_plot or "-",
-            "--", *args.argv,
+            args.results_dir, key, "--", *args.argv,
         ]  # fmt: skip
         run_call = bash_stdin_call("run", *launch_args)
         triggers: list[pulumi.Input[Any]] = [*placed_inputs, run_call]
@@ -171,7 +184,8 @@ class DeepSpeedLaunch(pulumi.ComponentResource):
         result = launch.stdout.apply(launch_result)
         self.status = result.apply(lambda values: str(values.get("status", "")))
         self.log_path = result.apply(lambda values: str(values.get("log", "")))
-        self.summary = result.apply(lambda values: str(values.get("summary", "")))
+        self.run_name = result.apply(lambda values: str(values.get("run", "")))
+        self.summary = result.apply(lambda values: run_summary(str(values.get("run", "")), str(values.get("summary", ""))))
         self.loss_plot_png = result.apply(lambda values: str(values.get("loss_plot_png", "")))
         self.busbw_gbps = self.preflight.busbw_gbps if self.preflight is not None else None
         self.register_outputs(
@@ -179,6 +193,7 @@ class DeepSpeedLaunch(pulumi.ComponentResource):
                 "status": self.status,
                 "log_path": self.log_path,
                 "summary": self.summary,
+                "run_name": self.run_name,
                 "busbw_gbps": self.busbw_gbps,
                 "loss_plot_png": self.loss_plot_png,
             }

@@ -6,18 +6,23 @@ last lines, never the whole log, which stays in the container."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
+import time
 from pathlib import Path
 
 from components.hosts.host_script import script_text
 from tests.assets.test_place_files import STAND_IN_DOCKER
 
 RUN = "/opt/dslab/run"
+KEY = "0123456789ab"
 
 # Writes 500 log lines, then a status, and exits as told: what run-deepspeed.sh leaves.
 STAND_IN_RUN = """#!/bin/bash
 log="" status=""
 while [[ $1 != -- ]]; do case $1 in --log) log=$2; shift 2;; --status) status=$2; shift 2;; *) shift;; esac; done
+shift
+printf '%s\n' "$@" >"$ROOT/argv"
 for n in $(seq 0 499); do echo "server1: step $n loss=0.$n"; done >"$log"
 echo "server1: dslab: finished steps=500 final_loss=0.1" >>"$log"
 if [[ $EXIT == 0 ]]; then echo succeeded >"$status"; else echo "failed rc=$EXIT" >"$status"; fi
@@ -35,7 +40,10 @@ def launch(tmp_path: Path, action: str, exit_code: int = 0) -> subprocess.Comple
     (scripts / "run").mkdir(parents=True, exist_ok=True)
     (scripts / "run-deepspeed.sh").write_text(STAND_IN_RUN)
     (scripts / "run-deepspeed.sh").chmod(0o755)
-    argv = [action, "llm", "/opt/dslab", RUN, "wait", "1800", "-", "--", "deepspeed", "train.py"]
+    argv = [
+        action, "llm", "/opt/dslab", RUN, "wait", "1800", "-", str(tmp_path / "results"), KEY,
+        "--", "deepspeed", "train.py", "--output_dir", "/opt/dslab/results/@RUN@",
+    ]  # fmt: skip
     return subprocess.run(
         ["bash", "-s", "--", *argv], input=script_text("host/deepspeed-launch.sh"), capture_output=True, text=True,
         env={"PATH": f"{bin_dir}:/usr/bin:/bin", "ROOT": str(tmp_path / "root"), "EXIT": str(exit_code)},
@@ -64,3 +72,25 @@ def test_a_finished_run_reports_its_summary_and_the_report_says_it_again_without
     reported = launch(tmp_path, "report")
     assert reported.returncode == 0 and json.loads(reported.stdout.splitlines()[-1]) == result
     assert log.read_text().endswith("left as it was\n"), "report runs nothing"
+
+
+def test_each_run_gets_a_directory_of_its_own_named_by_its_time_and_inputs_and_marked_when_finished(
+    tmp_path: Path,
+) -> None:
+    failed = launch(tmp_path, "run", exit_code=1)
+    assert failed.returncode == 1
+    first = (tmp_path / "results/last-run").read_text().strip()
+    time.sleep(1.1)
+    ran = launch(tmp_path, "run")
+    assert ran.returncode == 0, ran.stderr
+    name = json.loads(ran.stdout.splitlines()[-1])["run"]
+    assert re.fullmatch(r"\d{8}T\d{6}Z-" + KEY, name) and name != first, "a new directory for every run"
+    # The stand-in docker exec puts the container's paths under ROOT.
+    argv = (tmp_path / "root/argv").read_text().splitlines()
+    assert argv[-1] == f"{tmp_path}/root/opt/dslab/results/{name}", "the command line names it"
+    assert f"this run's results: {tmp_path}/results/{name} on every host" in ran.stderr
+    assert (tmp_path / "results" / name / "finished").is_file()
+    assert (tmp_path / "results" / first).is_dir() and not (tmp_path / "results" / first / "finished").exists()
+    stopped = launch(tmp_path, "stop")
+    assert f"the results of every run stay on each host in {tmp_path}/results" in stopped.stderr
+    assert (tmp_path / "results" / name / "finished").is_file(), "nothing of them is deleted"

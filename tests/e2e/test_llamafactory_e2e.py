@@ -12,14 +12,14 @@ from __future__ import annotations
 import shlex
 import subprocess
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pytest
 
 from tests.support.sim_hosts import SSH_CONFIG, hosts_up, keep_build_cache, on_host
 from harness.pulumi_cli import PulumiCli, ensure_toolchain
 from harness.stack_project import Stack, project_copy
-from tests.support.tiny_llamafactory import DATASETS, INPUTS, MODEL, OUTPUT_DIR, TINY_LORA_SFT
+from tests.support.tiny_llamafactory import DATASETS, INPUTS, MODEL, TINY_LORA_SFT
 
 pytestmark = [pytest.mark.e2e, pytest.mark.program]
 
@@ -96,10 +96,15 @@ def test_lora_sft_trains_across_both_containers_and_the_loss_curve_comes_back(st
     assert "'loss':" in log and "train_runtime" in log, "LLaMA-Factory's trainer logged its steps and finished"
     assert float(str(outputs["preflight_busbw_gbps"])) > 0, "the preflight measured the overlay first"
 
-    adapter = f"{OUTPUT_DIR}/adapter_model.safetensors"
-    in_manager("test", "-s", adapter)  # raises when missing or empty
-    assert "adapter_config.json" in in_manager("ls", OUTPUT_DIR)
-    worker_listing = on_host("server2", "docker", "exec", "llm", "ls", OUTPUT_DIR, check=False)
+    # The run's own directory, on the hosts (training.results_dir), seen in the containers.
+    results = outputs["training_results"]
+    assert isinstance(results, dict) and set(results) == {"server1", "server2"}
+    on_manager_host = str(results["server1"])
+    assert on_manager_host.startswith("/var/lib/dslab/") and results["server2"] == on_manager_host
+    on_host("server1", "test", "-s", f"{on_manager_host}/adapter_model.safetensors")  # raises when missing or empty
+    output_dir = f"/opt/dslab/results/{PurePosixPath(on_manager_host).name}"
+    assert "adapter_config.json" in in_manager("ls", output_dir)
+    worker_listing = on_host("server2", "ls", on_manager_host, check=False)
     assert "adapter_model.safetensors" not in worker_listing, "the adapter is saved once, on the manager"
 
     plot = Path(str(outputs["training_loss_plot"]))
@@ -107,7 +112,7 @@ def test_lora_sft_trains_across_both_containers_and_the_loss_curve_comes_back(st
     data = plot.read_bytes()
     assert data.startswith(b"\x89PNG\r\n\x1a\n"), "a PNG picture"
     remote = subprocess.run(
-        ["ssh", "-F", str(SSH_CONFIG), "server1", f"docker exec llm cat {OUTPUT_DIR}/training_loss.png"],
+        ["ssh", "-F", str(SSH_CONFIG), "server1", f"cat {on_manager_host}/training_loss.png"],
         capture_output=True, check=True, timeout=60,
     ).stdout  # fmt: skip
     assert data == remote, "the copy holds what LLaMA-Factory drew"

@@ -50,6 +50,27 @@ def losses(log: str) -> list[float]:
 LOGS: dict[str, str] = {}
 """What `pulumi up` printed, for the secrets check."""
 
+RUNS: list[str] = []
+"""The runs' directories on the hosts, in the order they ran: each later test's run must leave
+every earlier one's in place."""
+
+
+def run_directory(stack: Stack) -> str:
+    """This run's directory (the same path on every host), after checking that the earlier
+    runs' are all still there, each with the result.json its run wrote."""
+    results = stack.outputs()["training_results"]
+    assert isinstance(results, dict) and set(results) == set(HOSTS), results
+    directory = str(results["server1"])
+    assert all(path == directory for path in results.values()), "the same path on every host"
+    assert directory.startswith(f"/var/lib/dslab/{STACK}/runs/"), "under the default results_dir"
+    assert directory not in RUNS, "a run never writes into an earlier run's directory"
+    RUNS.append(directory)
+    for earlier in RUNS:
+        result = json.loads(on_host("server1", "cat", f"{earlier}/result.json"))
+        assert result["world_size"] >= 2 and result["final_loss"] > 0, result
+        on_host("server1", "test", "-f", f"{earlier}/finished")
+    return directory
+
 
 def test_up_from_nothing_builds_the_cluster_and_trains_across_both_containers(stack: Stack) -> None:
     LOGS["up"] = stack.pulumi("up", "--yes")
@@ -79,6 +100,11 @@ def test_up_from_nothing_builds_the_cluster_and_trains_across_both_containers(st
     assert len(curve) >= 10 and curve[-1] < curve[0], f"the loss went down: {curve}"
     assert "dslab: finished" in log, "the run finished"
     assert outputs["training_status"] == "succeeded"
+    run = run_directory(stack)
+    assert json.loads(on_host("server1", "cat", f"{run}/result.json"))["steps"] == 20, "train_tiny's --output_dir"
+    name = run.rsplit("/", 1)[-1]
+    assert re.fullmatch(r"\d{8}T\d{6}Z-[0-9a-f]{12}", name), name
+    assert str(outputs["training_summary"]).startswith(f"run {name}: server1: dslab: finished steps=20")
 
 
 def test_a_successful_up_reads_as_the_steps_that_took_time_and_the_training_run() -> None:
@@ -156,6 +182,8 @@ def test_a_container_deleted_behind_our_back_is_made_again_by_a_plain_up_with_ne
     )  # fmt: skip
     assert hostname.strip() == "server2", "the mesh ran again: the new container's keys are trusted"
     stack.pulumi("preview", "--expect-no-changes")
+    # A new container runs training again, into a new directory: the first run's results stay.
+    run_directory(stack)
 
 
 def test_a_restarted_engine_brings_the_container_back_as_it_was(stack: Stack) -> None:
@@ -185,6 +213,8 @@ def test_changing_a_training_argument_reruns_only_training(stack: Stack) -> None
     assert containers_after == containers_before, "no container was recreated"
     assert after["image_ids"] == before["image_ids"], "no image was rebuilt"
     assert "steps=25" in training_log(), "the new run used the new argument"
+    run = run_directory(stack)
+    assert run.rsplit("-", 1)[-1] != RUNS[-2].rsplit("-", 1)[-1], "other inputs, another key in the name"
 
 
 def container_ids(hosts: tuple[str, ...]) -> dict[str, str]:
@@ -288,7 +318,10 @@ def test_a_new_shm_size_previews_as_the_containers_shm_size_and_nothing_else(sta
 
 def test_destroy_after_a_container_removed_by_hand_leaves_nothing_on_any_host(stack: Stack) -> None:
     on_host("server2", "docker", "rm", "--force", "llm")
-    stack.pulumi("destroy", "--yes")
+    destroyed = stack.pulumi("destroy", "--yes")
+    assert f"the results of every run stay on each host in /var/lib/dslab/{STACK}/runs" in destroyed, destroyed[-3000:]
+    for run in RUNS:
+        on_host("server1", "test", "-f", f"{run}/result.json")  # the user's results are not ours to delete
 
     for host in (*HOSTS, "server3"):
         assert on_host(host, "docker", "ps", "--all", "--quiet").strip() == "", f"no containers left on {host}"

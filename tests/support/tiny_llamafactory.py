@@ -8,7 +8,6 @@ from typing import Any
 INPUTS = "/srv/dslab"
 MODEL = f"{INPUTS}/models/tiny-llama"
 DATASETS = f"{INPUTS}/datasets"
-OUTPUT_DIR = "/opt/dslab/run/output/tiny_sft"
 
 TINY_LORA_SFT: dict[str, Any] = {
     "kind": "llamafactory",
@@ -18,7 +17,6 @@ TINY_LORA_SFT: dict[str, Any] = {
     "args": {
         "template": "default",
         "lora_target": "all",
-        "output_dir": OUTPUT_DIR,
         "cutoff_len": 128,
         "per_device_train_batch_size": 2,
         "gradient_accumulation_steps": 1,

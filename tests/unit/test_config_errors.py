@@ -452,7 +452,7 @@ def test_unknown_keys_inside_a_workload_get_a_did_you_mean() -> None:
     training = {"workload": {"kind": "script", "entrypoint": "/t.py", "arg": ["--x"]}}
     assert problems(lab(training=training)) == [
         "dslab:training.workload.arg: unknown key; did you mean 'args'? known keys: kind, "
-        "entrypoint, args, workdir, deepspeed_config_flag"
+        "entrypoint, args, workdir, output_dir_flag, deepspeed_config_flag"
     ]
 
 

@@ -98,7 +98,8 @@ def test_what_the_check_runs_is_what_the_program_places_in_the_manager_container
         assert placed["/root/.deepspeed_env"] == run_deepspeed_env(config, "eth0")
         program_argv = after_dashes(script_args(launch))
         program_preflight = after_dashes(after_dashes(script_args(preflight)))
-        assert local.argv == ("deepspeed", "--no_ssh_check", *program_argv[1:])
+        named_argv = [word.replace("@RUN@", "gpu-check") for word in program_argv[1:]]
+        assert local.argv == ("deepspeed", "--no_ssh_check", *named_argv), "the run's name put in"
         assert local.preflight_argv == ("deepspeed", "--no_ssh_check", *program_preflight[1:])
         assert placed["/opt/dslab/run/hostfile"] == "gpu1 slots=1\n"
         assert local.hostfile == "localhost slots=8\n", "this machine, one rank per GPU"
@@ -142,8 +143,8 @@ def test_the_record_holds_the_command_lines_exactly(tmp_path: Path) -> None:
     assert (tmp_path / "train.argv").read_text().split("\0")[:-1] == list(local.argv)
     assert (tmp_path / "preflight.argv").read_text().split("\0")[:-1] == list(local.preflight_argv)
     assert (tmp_path / "workdir").read_text() == "/opt/dslab\n"
-    assert (tmp_path / "output_dir").read_text() == "/opt/dslab/run/output/tiny_sft\n"
-    assert (tmp_path / "loss_plot").read_text() == "/opt/dslab/run/output/tiny_sft/training_loss.png\n"
+    assert (tmp_path / "output_dir").read_text() == "/opt/dslab/results/gpu-check\n"
+    assert (tmp_path / "loss_plot").read_text() == "/opt/dslab/results/gpu-check/training_loss.png\n"
     assert (tmp_path / "deviations.txt").read_text() == "a deviation\n"
 
 

@@ -156,6 +156,8 @@ def test_the_dev_launch_argv_names_the_manager_container_address(
         "/opt/dslab/ds_config.json",
         "--steps",
         "20",
+        "--output_dir",
+        "/opt/dslab/results/@RUN@",  # the run's own directory, named when it starts
     ]
 
 

@@ -1,0 +1,33 @@
+"""Where a training run's results live (pure): one directory per run on every host, under the
+stack's results directory, mounted into every container. The run's name is chosen on the
+manager when the run starts (`<UTC time>-<inputs key>`, assets/host/deepspeed-launch.sh), so
+the command line holds a token in its place."""
+
+from __future__ import annotations
+
+import hashlib
+
+from components.config import LabConfig
+
+RESULTS_MOUNT = "/opt/dslab/results"
+"""The results directory inside every container."""
+
+RUN_NAME_TOKEN = "@RUN@"
+"""Stands for the run's name in the command line; deepspeed-launch.sh puts the name in."""
+
+RUN_OUTPUT_DIR = f"{RESULTS_MOUNT}/{RUN_NAME_TOKEN}"
+"""The run's directory in the containers: LLaMA-Factory's output_dir, a script's output flag."""
+
+
+def host_results_dir(config: LabConfig, owner: str) -> str:
+    """`training.results_dir`, or `/var/lib/dslab/<stack>/runs` for the stack OWNER
+    (`<organization>/<project>/<stack>`): on every host."""
+    return config.training.results_dir or f"/var/lib/dslab/{owner.rsplit('/', 1)[-1]}/runs"
+
+
+def run_key(*inputs: str) -> str:
+    """What names a run's inputs (command line, ds_config, hostfile, ...): 12 hex digits."""
+    digest = hashlib.sha256()
+    for text in inputs:
+        digest.update(hashlib.sha256(text.encode()).digest())
+    return digest.hexdigest()[:12]
