@@ -111,7 +111,8 @@ def test_a_successful_up_reads_as_the_steps_that_took_time_and_the_training_run(
     diagnostics = diagnostics_of(LOGS["up"])
     said = command_lines(LOGS["up"])
     run = said.get("lab-training-run", [])
-    assert run and run[0].startswith("launching in llm: deepspeed"), f"the run says what it starts: {run}"
+    assert len(run) >= 2 and run[0].startswith(f"this run's results: /var/lib/dslab/{STACK}/runs/"), f"where: {run}"
+    assert run[1].startswith("launching in llm: deepspeed"), f"the run says what it starts: {run}"
     assert run[-1] == "training succeeded; the log is llm:/opt/dslab/run/train.log", "and where its log is"
     # Shipping the image takes tens of seconds: it says how far it is, and when it is done.
     ship = said.get("lab-image-server2-ship", [])
