@@ -7,28 +7,33 @@ An MLP fits a fixed, mildly nonlinear function of 16 inputs from 512 seeded samp
     dslab: world_size=2
     dslab: step=1 loss=0.912345        (one per step: the mean loss over the whole data set
     ...                                 after the step, so it falls smoothly)
-    dslab: finished steps=20 final_loss=0.123456
+    dslab: finished steps=20 optimizer_steps=20 final_loss=0.123456
 
 and every rank prints ``dslab: rank=R local_rank=L host=NAME``. Any exception, on any rank,
 ends the process with a non-zero status (``--fail_rank``/``--fail_step`` inject one, for
 tests).
 
-With ``--output_dir DIR`` rank 0 also writes ``DIR/result.json`` (steps, world size, final
-loss) at the end.
+With ``--output_dir DIR`` every rank saves a DeepSpeed checkpoint into ``DIR/checkpoints`` every
+``--save_steps`` steps and at the end (each node its own part), a run whose DIR holds one goes
+on from the newest (``dslab: resumed from step=N``; it refuses, naming the hosts, when a node
+lacks its part), and rank 0 writes ``DIR/result.json`` (steps, world size, final loss) at the
+end.
 
 usage: train_tiny.py --deepspeed CONFIG [--steps N] [--lr LR] [--seed S] [--output_dir DIR]
-                     [--local_rank R]
+                     [--save_steps N] [--local_rank R]
 """
 
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import os
 import socket
 import sys
 from collections.abc import Sequence
 from datetime import timedelta
+from typing import Any
 
 INPUTS = 16
 HIDDEN = 64
@@ -70,6 +75,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--output_dir",
         default=None,
         help="the run's directory: rank 0 writes result.json there at the end (default: none)",
+    )
+    parser.add_argument(
+        "--save_steps",
+        type=_positive_int,
+        default=50,
+        help="with --output_dir: a checkpoint every N steps and at the end (default 50)",
     )
     parser.add_argument("--fail_rank", type=int, default=None, help="test hook: this rank raises")
     parser.add_argument(
@@ -133,12 +144,14 @@ def train(args: argparse.Namespace) -> float:
     accumulation = engine.gradient_accumulation_steps()
     if rank == 0:
         report(f"world_size={world_size}")
+    checkpoints = os.path.join(args.output_dir, CHECKPOINTS) if args.output_dir else None
+    done = resume(engine, checkpoints, rank, torch, dist) if checkpoints else 0
 
     loss_fn = torch.nn.MSELoss()
     order = torch.randperm(SAMPLES, generator=generator)
     per_step = micro * accumulation * world_size
     loss_value = float("nan")
-    for step in range(1, args.steps + 1):
+    for step in range(done + 1, args.steps + 1):
         if args.fail_rank == rank and args.fail_step == step:
             raise RuntimeError(f"injected failure on rank {rank} at step {step}")
         start = ((step - 1) * per_step) % SAMPLES
@@ -156,13 +169,70 @@ def train(args: argparse.Namespace) -> float:
         loss_value = float(full)
         if rank == 0:
             report(f"step={step} loss={loss_value:.6f}")
+        if checkpoints and (step % args.save_steps == 0 or step == args.steps):
+            # Every rank writes its own shard, on its own node (use_node_local_storage).
+            engine.save_checkpoint(checkpoints, tag=checkpoint_tag(step), client_state={"step": step})
     dist.barrier()
     if rank == 0:
         if args.output_dir:
-            write_result(args.output_dir, {"steps": args.steps, "world_size": world_size, "final_loss": loss_value})
-        report(f"finished steps={args.steps} final_loss={loss_value:.6f}")
+            write_result(
+                args.output_dir,
+                {"steps": args.steps, "optimizer_steps": engine.global_steps, "world_size": world_size,
+                 "final_loss": loss_value},
+            )  # fmt: skip
+        # optimizer_steps: the engine's count, which a resumed run takes over from its checkpoint.
+        report(f"finished steps={args.steps} optimizer_steps={engine.global_steps} final_loss={loss_value:.6f}")
     dist.destroy_process_group()
     return loss_value
+
+
+CHECKPOINTS = "checkpoints"
+"""The checkpoints' folder in the run's directory; DeepSpeed's `latest` there names the newest."""
+
+
+def checkpoint_tag(step: int) -> str:
+    return f"step{step}"
+
+
+def latest_step(checkpoints: str) -> int:
+    """The step of the newest checkpoint (DeepSpeed's `latest` file, on the first rank's node), or 0."""
+    try:
+        with open(os.path.join(checkpoints, "latest"), encoding="utf-8") as latest:
+            tag = latest.read().strip()
+    except FileNotFoundError:
+        return 0
+    return int(tag.removeprefix("step")) if tag.startswith("step") and tag[4:].isdigit() else 0
+
+
+def shard_present(checkpoints: str, step: int, rank: int) -> bool:
+    """Whether this node holds what RANK loads from the checkpoint of STEP: the model states
+    (each node keeps a copy) and the rank's own ZeRO shard."""
+    folder = os.path.join(checkpoints, checkpoint_tag(step))
+    return os.path.isfile(os.path.join(folder, "mp_rank_00_model_states.pt")) and bool(
+        glob.glob(os.path.join(folder, f"*zero_pp_rank_{rank}_mp_rank_*optim_states.pt"))
+    )
+
+
+def resume(engine: Any, checkpoints: str, rank: int, torch: Any, dist: Any) -> int:
+    """Loads the newest checkpoint, when there is one; the steps it holds (0 for none). Refuses,
+    naming the hosts, when a node lacks its part of it: that run cannot go on."""
+    step = torch.tensor([latest_step(checkpoints) if rank == 0 else 0], device=engine.device)
+    dist.broadcast(step, 0)
+    done = int(step.item())
+    if done == 0:
+        return 0
+    found: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(found, (socket.gethostname(), shard_present(checkpoints, done, rank)))
+    missing = sorted({host for host, present in found if not present})
+    if missing:
+        raise RuntimeError(
+            f"cannot resume from the checkpoint of step {done}: {', '.join(missing)} lack their part of it in "
+            f"{checkpoints}/{checkpoint_tag(done)}; set training.resume: never to start over"
+        )
+    engine.load_checkpoint(checkpoints, tag=checkpoint_tag(done))
+    if rank == 0:
+        report(f"resumed from step={done}")
+    return done
 
 
 def write_result(output_dir: str, result: dict[str, float | int]) -> None:

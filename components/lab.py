@@ -50,6 +50,7 @@ class Lab(pulumi.ComponentResource):
         shell_command: how to open a shell in the manager container.
         training_status / training_log / training_summary: the run, when launched.
         training_results: host -> the run's directory there (under training.results_dir).
+        training_resumed_from: the step the run went on from (training.resume), or null.
         training_log_command: an ssh command line that follows that log from the operator's shell.
         training_loss_plot: the loss curve LLaMA-Factory drew, copied to outputs/<stack>/ here.
         preflight_busbw_gbps: the all-reduce bus bandwidth measured right before the run (Gbit/s);
@@ -280,6 +281,7 @@ class Lab(pulumi.ComponentResource):
                 preflight=config.training.preflight,
                 preflight_argv=list(self.run.preflight_argv),
                 results_dir=self.results_dir,
+                resume=config.training.resume,
             ),
             pulumi.ResourceOptions(parent=self),
         )
@@ -325,6 +327,7 @@ class Lab(pulumi.ComponentResource):
                 "training_summary": self.launch.summary,
                 # The same path on every host; each holds what its ranks wrote (the manager the
                 # finished run's outputs, every node its checkpoint shards).
+                "training_resumed_from": self.launch.resumed_from,
                 "training_results": self.launch.run_name.apply(
                     lambda run: {host.name: f"{self.results_dir}/{run}" for host in self.nodes} if run else {}
                 ),

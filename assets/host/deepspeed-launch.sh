@@ -10,13 +10,18 @@
 #           Each run writes into a directory of its own on every host, RESULTS/<UTC time>-KEY
 #           (KEY names its inputs), mounted into the containers: every @RUN@ in the command
 #           line and LOSS_PLOT becomes that name. A finished run's directory gets `finished`.
+#           With RESUME auto, when the last run of the same KEY did not finish and left a
+#           checkpoint (checkpoint-N/ as the Trainer saves, checkpoints/latest as
+#           train_tiny.py does), this run goes on in its directory: the workload resumes
+#           from its newest checkpoint there.
 #   report: say what the last run left, without running anything (the step's update).
 #   stop:   stop a run still going (background mode; the step's delete), and say where the
 #           results stay: nothing of them is ever deleted here.
 # The result (run, report) is one JSON line: status, log, summary (the run's last
-# `dslab: finished` line), run (its name) and, in wait mode, the LOSS_PLOT the run drew (a
-# PNG in the container; - for none) base64-encoded, for the operator's copy.
-# Usage: deepspeed-launch.sh run|report|stop CONTAINER WORKDIR RUN_DIR MODE(wait|background) STALL_TIMEOUT LOSS_PLOT RESULTS KEY -- DEEPSPEED_ARGV...
+# `dslab: finished` line), run (its name), resumed_from (the step the run went on from, as its
+# log says; null) and, in wait mode, the LOSS_PLOT the run drew (a PNG in the container; - for
+# none) base64-encoded, for the operator's copy.
+# Usage: deepspeed-launch.sh run|report|stop CONTAINER WORKDIR RUN_DIR MODE(wait|background) STALL_TIMEOUT LOSS_PLOT RESULTS KEY RESUME(auto|never) -- DEEPSPEED_ARGV...
 set -euo pipefail
 # dslab:include host/lib/engine-bound.sh
 # dslab:include host/lib/json-string.sh
@@ -25,11 +30,11 @@ set -euo pipefail
 # dslab:include host/lib/run-stop.sh
 
 PROGRESS_LINES_ON_FAILURE=15
-LAST_RUN=last-run  # in RESULTS: the name of the last run started
+LAST_RUN="last-run"  # in RESULTS: the name of the last run started
 
 launch() {
-  local action=$1 container=$2 workdir=$3 run_dir=$4 mode=$5 stall_timeout=$6 loss_plot=$7 results=$8 key=$9
-  shift 10  # ACTION CONTAINER WORKDIR RUN_DIR MODE STALL_TIMEOUT LOSS_PLOT RESULTS KEY --
+  local action=$1 container=$2 workdir=$3 run_dir=$4 mode=$5 stall_timeout=$6 loss_plot=$7 results=$8 key=$9 resume=${10}
+  shift 11  # ACTION CONTAINER WORKDIR RUN_DIR MODE STALL_TIMEOUT LOSS_PLOT RESULTS KEY RESUME --
   local log="$run_dir/train.log" status="$run_dir/status" state name
   case $action in
     stop)
@@ -43,10 +48,16 @@ launch() {
       ;;
     run)
       stop_run_in "$container"
-      name="$(date -u +%Y%m%dT%H%M%SZ)-$key"
-      mkdir -p "$results/$name"
+      name=""
+      [[ "$resume" != auto ]] || name=$(unfinished_run "$results" "$key")
+      if [[ -n "$name" ]]; then
+        echo "resuming run $name from its last checkpoint (training.resume: auto); its results: $results/$name on every host" >&2
+      else
+        name="$(date -u +%Y%m%dT%H%M%SZ)-$key"
+        mkdir -p "$results/$name"
+        echo "this run's results: $results/$name on every host" >&2
+      fi
       printf '%s\n' "$name" >"$results/$LAST_RUN"
-      echo "this run's results: $results/$name on every host" >&2
       start_run "$container" "$workdir" "$log" "$status" "$run_dir/hostfile" "$mode" "$stall_timeout" "${@//@RUN@/$name}"
       # run-deepspeed.sh exits 0 only once its status file says so: the exit code is the status.
       state=succeeded
@@ -56,6 +67,16 @@ launch() {
     *) echo "deepspeed-launch.sh: unknown action $action" >&2; return 64 ;;
   esac
   report "$container" "$log" "$state" "$mode" "${loss_plot//@RUN@/$name}" "$name"
+}
+
+# The last run of KEY in RESULTS when it did not finish and left a checkpoint; else nothing.
+unfinished_run() {
+  local results=$1 key=$2 last
+  last=$(find "$results" -mindepth 1 -maxdepth 1 -type d -name "*-$key" -printf '%f\n' 2>/dev/null | sort | tail -n 1)
+  [[ -n "$last" && ! -e "$results/$last/finished" ]] || return 0
+  if [[ -f "$results/$last/checkpoints/latest" ]] || compgen -G "$results/$last/checkpoint-*/" >/dev/null; then
+    echo "$last"
+  fi
 }
 
 # The last log line, when it is new since the last time it was shown (run by the ticker).
@@ -93,8 +114,12 @@ start_run() {
 }
 
 report() {
-  local container=$1 log=$2 state=$3 mode=$4 loss_plot=$5 name=$6 summary plot_base64=""
+  local container=$1 log=$2 state=$3 mode=$4 loss_plot=$5 name=$6 summary resumed_from plot_base64=""
   summary=$(container_output "$container" sh -c "grep -a 'dslab: finished' '$log' | tail -n 1" 2>/dev/null || true)
+  # train_tiny.py's line, or the Trainer's ("Continuing training from global step N").
+  resumed_from=$(container_output "$container" sh -c \
+    "grep -a -o -E 'dslab: resumed from step=[0-9]+|Continuing training from global step [0-9]+' '$log' | tail -n 1" \
+    2>/dev/null | grep -o -E '[0-9]+$' || true)
   if [[ "$mode" == wait && "$loss_plot" != - && "$state" == succeeded ]]; then
     if plot_base64=$(container_output "$container" base64 -w0 "$loss_plot" 2>/dev/null); then
       echo "copying the loss curve $container:$loss_plot back" >&2
@@ -104,9 +129,9 @@ report() {
     fi
   fi
   # The summary is a line the run wrote: anything may be in it.
-  printf '{"status": %s, "log": %s, "summary": %s, "run": %s, "loss_plot": %s, "loss_plot_png": "%s"}\n' \
+  printf '{"status": %s, "log": %s, "summary": %s, "run": %s, "resumed_from": %s, "loss_plot": %s, "loss_plot_png": "%s"}\n' \
     "$(json_string "$state")" "$(json_string "$log")" "$(json_string "$summary")" "$(json_string "$name")" \
-    "$(json_string "${plot_base64:+$loss_plot}")" "$plot_base64"
+    "${resumed_from:-null}" "$(json_string "${plot_base64:+$loss_plot}")" "$plot_base64"
 }
 
 launch "$@"

@@ -43,6 +43,8 @@ LLAMAFACTORY_DEFAULT_ARGS: dict[str, str | int | float | bool] = {
     "lr_scheduler_type": "cosine",
     "logging_steps": 10,
     "save_steps": 10000,
+    # Each node keeps its own checkpoint shards (no shared storage), for a resume.
+    "save_on_each_node": True,
     "learning_rate": 5e-5,
     "num_train_epochs": 0.25,
     "plot_loss": True,
@@ -363,6 +365,14 @@ class TrainingConfig(FrozenModel):
         examples=[600],
     )
     preflight: PreflightConfig = Field(default_factory=PreflightConfig)
+    resume: Literal["auto", "never"] = Field(
+        default="auto",
+        description=(
+            "auto: when the last run of the same training inputs did not finish and left a "
+            "checkpoint, the next run goes on from it, in its directory; never: every run starts "
+            "over in a new directory. Default auto."
+        ),
+    )
     results_dir: AbsolutePath | None = Field(
         default=None,
         description=(

@@ -2,7 +2,8 @@
 
 With the defaults this is the write-up's file, plus ``"bf16": {"enabled": "auto"}`` so
 that a Hugging Face Trainer run with ``bf16: true`` really runs in bf16 ("auto" values are
-filled by the Trainer integration; plain ``deepspeed.initialize`` needs numbers).
+filled by the Trainer integration; plain ``deepspeed.initialize`` needs numbers), and
+node-local checkpoints (each host keeps its own shards: no shared storage is assumed).
 """
 
 from __future__ import annotations
@@ -58,6 +59,9 @@ def build_ds_config(settings: DeepSpeedSettings) -> dict[str, Any]:
             "overlap_comm": settings.overlap_comm,
             "contiguous_gradients": settings.contiguous_gradients,
         },
+        # No storage is shared between the hosts: every node keeps its own ranks' shards (and
+        # its own copy of the model states) in the run's directory on its disk, for a resume.
+        "checkpoint": {"use_node_local_storage": True},
     }
 
 

@@ -54,11 +54,18 @@ class DeepSpeedLaunchArgs:
     """The deepspeed command of the preflight's all-reduce (components.render.launch_argv)."""
     results_dir: str
     """Where every run gets its own directory on each host (components.render.results)."""
+    resume: str
+    """`auto`: an unfinished run of the same inputs goes on from its checkpoint; `never`."""
 
 
 def run_summary(run: str, finished_line: str) -> str:
     """The run's last `dslab: finished` line, after the run's name."""
     return f"run {run}: {finished_line}" if run and finished_line else finished_line
+
+
+def resumed_step(value: Any) -> int | None:
+    """The step a run went on from, or None for one that started at the beginning."""
+    return int(value) if value is not None else None
 
 
 def launch_result(stdout: str) -> dict[str, Any]:
@@ -81,6 +88,7 @@ class DeepSpeedLaunch(pulumi.ComponentResource):
         log_path: the log inside the manager container.
         summary: the run's last `dslab: finished ...` line, when it printed one, after its name.
         run_name: the run's directory under results_dir on every host (`<UTC time>-<inputs key>`).
+        resumed_from: the step the run went on from (training.resume: auto), or None.
         busbw_gbps: the preflight's all-reduce bus bandwidth (Gbit/s); None without preflight, and
             its value None for one rank.
         loss_plot_png: the loss curve PNG, base64-encoded ("" when the run drew none or runs on).
@@ -90,6 +98,7 @@ class DeepSpeedLaunch(pulumi.ComponentResource):
     log_path: pulumi.Output[str]
     summary: pulumi.Output[str]
     run_name: pulumi.Output[str]
+    resumed_from: pulumi.Output[int | None]
     busbw_gbps: pulumi.Output[float | None] | None
     loss_plot_png: pulumi.Output[str]
 
@@ -153,7 +162,7 @@ class DeepSpeedLaunch(pulumi.ComponentResource):
         key = run_key(shlex.join(args.argv), args.ds_config, args.dataset_info or "", args.hostfile)
         launch_args = [
             args.container_name, args.workdir, RUN_DIR, mode, str(args.stall_timeout), args.loss_plot or "-",
-            args.results_dir, key, "--", *args.argv,
+            args.results_dir, key, args.resume, "--", *args.argv,
         ]  # fmt: skip
         run_call = bash_stdin_call("run", *launch_args)
         triggers: list[pulumi.Input[Any]] = [*placed_inputs, run_call]
@@ -185,6 +194,7 @@ class DeepSpeedLaunch(pulumi.ComponentResource):
         self.status = result.apply(lambda values: str(values.get("status", "")))
         self.log_path = result.apply(lambda values: str(values.get("log", "")))
         self.run_name = result.apply(lambda values: str(values.get("run", "")))
+        self.resumed_from = result.apply(lambda values: resumed_step(values.get("resumed_from")))
         self.summary = result.apply(lambda values: run_summary(str(values.get("run", "")), str(values.get("summary", ""))))
         self.loss_plot_png = result.apply(lambda values: str(values.get("loss_plot_png", "")))
         self.busbw_gbps = self.preflight.busbw_gbps if self.preflight is not None else None
@@ -194,6 +204,7 @@ class DeepSpeedLaunch(pulumi.ComponentResource):
                 "log_path": self.log_path,
                 "summary": self.summary,
                 "run_name": self.run_name,
+                "resumed_from": self.resumed_from,
                 "busbw_gbps": self.busbw_gbps,
                 "loss_plot_png": self.loss_plot_png,
             }

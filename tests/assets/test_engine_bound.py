@@ -73,10 +73,23 @@ def test_a_silenced_call_still_ends_the_step_and_says_why(tmp_path: Path) -> Non
     assert BOUND_S <= took < BOUND_S + 4
 
 
+# An engine that answered until the run started, then stopped: the run's `docker exec` goes
+# on (long by nature, unbounded), the progress ticker's `docker exec tail` gets no reply.
+STOPPED_DURING_THE_RUN = """#!/bin/bash
+case "$*" in
+  "container inspect"*) exit 0 ;;
+  *pkill*|*pgrep*) exit 1 ;;
+esac
+exec sleep 600
+"""
+
+
 def test_a_training_run_outlives_the_bound_but_a_hung_engine_ends_it_through_the_ticker(tmp_path: Path) -> None:
-    # The run's own `docker exec` is long by nature and unbounded; the progress ticker's is not.
-    argv = ["run", "llm", "/opt/dslab", "/opt/dslab/run", "wait", "0", "-", "--", "deepspeed", "train.py"]
-    ran, took = run_script(tmp_path, HUNG_DOCKER, "host/deepspeed-launch.sh", *argv)
+    argv = [
+        "run", "llm", "/opt/dslab", "/opt/dslab/run", "wait", "0", "-", str(tmp_path / "results"), "0123456789ab",
+        "auto", "--", "deepspeed", "train.py",
+    ]  # fmt: skip
+    ran, took = run_script(tmp_path, STOPPED_DURING_THE_RUN, "host/deepspeed-launch.sh", *argv)
     assert ran.returncode != 0
     assert SAID in ran.stderr, ran.stderr
     assert BOUND_S <= took < 1 + BOUND_S + 4

@@ -31,7 +31,7 @@ exit "$EXIT"
 """
 
 
-def launch(tmp_path: Path, action: str, exit_code: int = 0) -> subprocess.CompletedProcess[str]:
+def launch(tmp_path: Path, action: str, exit_code: int = 0, resume: str = "auto") -> subprocess.CompletedProcess[str]:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     (bin_dir / "docker").write_text(STAND_IN_DOCKER)
@@ -41,7 +41,7 @@ def launch(tmp_path: Path, action: str, exit_code: int = 0) -> subprocess.Comple
     (scripts / "run-deepspeed.sh").write_text(STAND_IN_RUN)
     (scripts / "run-deepspeed.sh").chmod(0o755)
     argv = [
-        action, "llm", "/opt/dslab", RUN, "wait", "1800", "-", str(tmp_path / "results"), KEY,
+        action, "llm", "/opt/dslab", RUN, "wait", "1800", "-", str(tmp_path / "results"), KEY, resume,
         "--", "deepspeed", "train.py", "--output_dir", "/opt/dslab/results/@RUN@",
     ]  # fmt: skip
     return subprocess.run(
@@ -94,3 +94,33 @@ def test_each_run_gets_a_directory_of_its_own_named_by_its_time_and_inputs_and_m
     stopped = launch(tmp_path, "stop")
     assert f"the results of every run stay on each host in {tmp_path}/results" in stopped.stderr
     assert (tmp_path / "results" / name / "finished").is_file(), "nothing of them is deleted"
+
+
+def test_an_unfinished_run_with_a_checkpoint_goes_on_in_its_directory_unless_resume_is_never(tmp_path: Path) -> None:
+    failed = launch(tmp_path, "run", exit_code=1)
+    assert failed.returncode == 1
+    first = (tmp_path / "results/last-run").read_text().strip()
+    time.sleep(1.1)
+    # No checkpoint yet: nothing to go on from, a new directory.
+    second = launch(tmp_path, "run", exit_code=1)
+    assert (tmp_path / "results/last-run").read_text().strip() != first
+    assert "resuming" not in second.stderr
+    name = (tmp_path / "results/last-run").read_text().strip()
+    (tmp_path / "results" / name / "checkpoints").mkdir()
+    (tmp_path / "results" / name / "checkpoints/latest").write_text("step100")
+    time.sleep(1.1)
+    resumed = launch(tmp_path, "run")
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"resuming run {name} from its last checkpoint (training.resume: auto)" in resumed.stderr
+    assert json.loads(resumed.stdout.splitlines()[-1])["run"] == name, "in the same directory"
+    # Finished now: the next run of the same inputs starts over in a new directory.
+    time.sleep(1.1)
+    again = launch(tmp_path, "run")
+    assert json.loads(again.stdout.splitlines()[-1])["run"] != name
+    # Never: an unfinished run with a checkpoint is left as it is.
+    again_name = json.loads(again.stdout.splitlines()[-1])["run"]
+    (tmp_path / "results" / again_name / "finished").unlink()
+    (tmp_path / "results" / again_name / "checkpoint-20").mkdir()
+    time.sleep(1.1)
+    never = launch(tmp_path, "run", resume="never")
+    assert json.loads(never.stdout.splitlines()[-1])["run"] != again_name and "resuming" not in never.stderr

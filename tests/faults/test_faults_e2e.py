@@ -428,9 +428,9 @@ def locks_left(stack: Stack) -> list[str]:
     return [lock.name for lock in (stack.cli.state_dir / ".pulumi" / "locks").rglob("*.json")]
 
 
-def long_training_started(stack: Stack) -> subprocess.Popen[str]:
-    """`pulumi up` running a training run of a million steps, once its log shows steps."""
-    stack.pulumi("config", "set", "--path", "training.workload.args[1]", "1000000")
+def long_training_started(stack: Stack, steps: int = 1_000_000) -> subprocess.Popen[str]:
+    """`pulumi up` running a training run of STEPS steps, once its log shows steps."""
+    stack.pulumi("config", "set", "--path", "training.workload.args[1]", str(steps))
     stack.pulumi("config", "set", "--path", "training.stall_timeout", "120")
     cli = stack.cli
     running = subprocess.Popen(
@@ -451,10 +451,11 @@ def long_training_started(stack: Stack) -> subprocess.Popen[str]:
 
 
 def fails_after_fault(
-    scenario: str, stack: Stack, running: subprocess.Popen[str], fault: str, undo: str, host: str
+    scenario: str, stack: Stack, running: subprocess.Popen[str], fault: str, undo: str, host: str,
+    steps_after: str = "20",
 ) -> tuple[str, float]:
     """FAULT on HOST while RUNNING (STACK's up) goes on; what it printed and how long after the
-    fault it failed. Whatever happened, the training is set back to its 20 steps."""
+    fault it failed. Whatever happened, the training is set to STEPS_AFTER steps."""
     try:
         host_fault(fault, host)
         started = time.monotonic()
@@ -464,7 +465,7 @@ def fails_after_fault(
         if running.poll() is None:
             running.kill()
         host_fault(undo, host)
-        stack.pulumi("config", "set", "--path", "training.workload.args[1]", "20")
+        stack.pulumi("config", "set", "--path", "training.workload.args[1]", steps_after)
     LOGS.append(output)
     assert running.returncode != 0, output[-3000:]
     assert not locks_left(stack), "a run that failed left no lock: the next one needs no `pulumi cancel`"
@@ -478,14 +479,50 @@ def trains_again_after(scenario: str, stack: Stack) -> None:
     assert_trained_across_both(stack)
 
 
-def test_a_network_cut_during_training_fails_up_within_a_bounded_time(stack: Stack) -> None:
+RESUMED_STEPS = 2000
+"""A run long enough (~2 min here) to be cut after its first checkpoints (train_tiny.py saves one
+every 50 steps into the run's directory)."""
+RESULTS = f"/var/lib/dslab/{STACK}/runs"
+
+
+def checkpointed_step() -> int:
+    """The step of the newest checkpoint of the last run started, as the manager's disk holds it."""
+    name = on_host("server1", "cat", f"{RESULTS}/last-run", check=False).strip()
+    latest = on_host("server1", "cat", f"{RESULTS}/{name}/checkpoints/latest", check=False).strip() if name else ""
+    return int(latest.removeprefix("step")) if latest.startswith("step") else 0
+
+
+def test_a_network_cut_during_training_fails_up_within_a_bounded_time_and_the_next_up_resumes(stack: Stack) -> None:
     scenario = "network cut during training (wait mode)"
-    running = long_training_started(stack)
-    output, failed_after = fails_after_fault(scenario, stack, running, "network-cut", "network-restore", "server2")
+    running = long_training_started(stack, steps=RESUMED_STEPS)
+    deadline = time.monotonic() + 120
+    while checkpointed_step() < 100:
+        assert running.poll() is None and time.monotonic() < deadline, "a checkpoint was saved"
+        time.sleep(1)
+    output, failed_after = fails_after_fault(
+        scenario, stack, running, "network-cut", "network-restore", "server2", steps_after=str(RESUMED_STEPS)
+    )
     assert failed_after < 120, f"up failed within a bounded time, not after {failed_after} s"
     assert "lost contact with server2" in output or "not answering ssh from" in output, output[-3000:]
     assert "failed: stopped the run" in in_container("server1", "cat", "/opt/dslab/run/status")
-    trains_again_after(scenario, stack)
+    cut_at = max(int(step) for step in re.findall(r"dslab: step=(\d+) ", training_log()))
+    run = on_host("server1", "cat", f"{RESULTS}/last-run").strip()
+    checkpoint = checkpointed_step()
+
+    # The same inputs, a plain up: the run goes on in its directory from its newest checkpoint.
+    started = time.monotonic()
+    resumed = up(stack)
+    timed(scenario, "next up resumed and finished in", started)
+    outputs = stack.outputs()
+    assert f"resuming run {run} from its last checkpoint" in resumed, resumed[-3000:]
+    assert outputs["training_resumed_from"] == checkpoint and 0 < checkpoint <= cut_at
+    assert outputs["training_results"] == {host: f"{RESULTS}/{run}" for host in HOSTS}
+    log = training_log()
+    steps = [int(step) for step in re.findall(r"dslab: step=(\d+) ", log)]
+    assert f"dslab: resumed from step={checkpoint}" in log and steps[0] == checkpoint + 1, log[:2000]
+    assert f"dslab: finished steps={RESUMED_STEPS} optimizer_steps={RESUMED_STEPS} " in log, "not one step more"
+    TIMINGS[scenario] |= {"steps done before the cut": cut_at, "steps re-done with resume": cut_at - checkpoint}
+    stack.pulumi("config", "set", "--path", "training.workload.args[1]", "20")
 
 
 ENGINE_BOUND_S = 15
