@@ -9,14 +9,16 @@ the manager, loss curve copied back here), then a no-change preview and a destro
 
 from __future__ import annotations
 
+import json
 import shlex
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
 import pytest
 
-from tests.support.sim_hosts import SSH_CONFIG, hosts_up, keep_build_cache, on_host
+from tests.support.sim_hosts import SSH_CONFIG, host_fault, hosts_up, keep_build_cache, on_host
 from harness.pulumi_cli import PulumiCli, ensure_toolchain
 from harness.stack_project import Stack, project_copy
 from tests.support.tiny_llamafactory import DATASETS, INPUTS, MODEL, TINY_LORA_SFT
@@ -125,6 +127,58 @@ def test_a_second_up_changes_nothing_and_a_lost_copy_of_the_curve_comes_back(sta
     output = stack.pulumi("up", "--yes")
     assert plot.read_bytes().startswith(b"\x89PNG"), "written again from the stack"
     assert "1 updated" in output, "only the local copy changed; training did not run again"
+
+
+RESULTS = f"/var/lib/dslab/{STACK}/runs"
+LONG_STEPS = 1000
+"""About 90 s here (11 steps/s, a checkpoint every 50): long enough to be cut after its first."""
+
+
+def newest_checkpoint() -> int:
+    """The newest checkpoint-N the Trainer saved in the last run's directory on the manager, or 0."""
+    name = on_host("server1", "cat", f"{RESULTS}/last-run", check=False).strip()
+    if not name:
+        return 0
+    found = on_host("server1", "sh", "-c", f"ls -d {RESULTS}/{name}/checkpoint-* 2>/dev/null || true").split()
+    return max((int(path.rsplit("-", 1)[-1]) for path in found), default=0)
+
+
+def test_a_run_cut_after_a_checkpoint_goes_on_from_it_with_the_next_plain_up(stack: Stack) -> None:
+    args = {**TINY_LORA_SFT["args"], "max_steps": LONG_STEPS, "save_strategy": "steps", "save_steps": 50}
+    stack.merge_config({"training": {"workload": {**TINY_LORA_SFT, "args": args}, "stall_timeout": 120}})
+    running = subprocess.Popen(
+        ["pulumi", "up", "--yes", "--stack", STACK, "--non-interactive"],
+        cwd=stack.cli.project_dir, env=stack.cli.env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 600
+        while newest_checkpoint() < 100:
+            assert running.poll() is None and time.monotonic() < deadline, "the run saved its first checkpoints"
+            time.sleep(1)
+        host_fault("network-cut", "server2")
+        output, _ = running.communicate(timeout=600)
+    finally:
+        if running.poll() is None:
+            running.kill()
+        host_fault("network-restore", "server2")
+    assert running.returncode != 0 and "server2" in output, output[-3000:]
+    run = on_host("server1", "cat", f"{RESULTS}/last-run").strip()
+    checkpoint = newest_checkpoint()
+    assert 100 <= checkpoint < LONG_STEPS
+
+    resumed = stack.pulumi("up", "--yes")
+    outputs = stack.outputs()
+    assert f"resuming run {run} from its last checkpoint" in resumed, resumed[-3000:]
+    assert outputs["training_resumed_from"] == checkpoint, (outputs["training_resumed_from"], checkpoint)
+    assert f"Continuing training from global step {checkpoint}" in in_manager("cat", "/opt/dslab/run/train.log")
+    state = json.loads(on_host("server1", "cat", f"{RESULTS}/{run}/trainer_state.json"))
+    assert state["global_step"] == LONG_STEPS, "the configured number of steps, not more"
+    on_host("server1", "test", "-s", f"{RESULTS}/{run}/adapter_model.safetensors")
+    # Back to the short run: a new directory, the resumed one stays.
+    stack.merge_config({"training": {"workload": TINY_LORA_SFT, "stall_timeout": 1800}})
+    stack.pulumi("up", "--yes")
+    assert stack.outputs()["training_results"]["server1"] != f"{RESULTS}/{run}"  # type: ignore[index]
+    on_host("server1", "test", "-s", f"{RESULTS}/{run}/adapter_model.safetensors")
 
 
 def test_destroy_removes_the_copy_and_leaves_the_inputs(stack: Stack) -> None:
