@@ -20,12 +20,47 @@ The Trainer's optimizer is also made without empty parameter groups (see
 later, as on the GPU check's torch 2.11 (docs/gpu.md). DeepSpeed's own messages are logged
 from INFO up: its ranks log only warnings otherwise, and the log would not show the
 configuration the engine resolved from ds_config.json's "auto" values (fp16 or not, loss
-scaling, ZeRO stage), nor skipped fp16 steps.
+scaling, ZeRO stage), nor skipped fp16 steps. And every checkpoint this node holds in the
+run's directory names its DeepSpeed tag (see :func:`name_latest_checkpoints`), so that a
+resumed run loads it on every node.
 """
 
 from __future__ import annotations
 
+import glob
+import os
+import sys
+from collections.abc import Sequence
 from typing import Any
+
+
+def output_dir_of(argv: Sequence[str]) -> str | None:
+    """The ``--output_dir`` the command line gives (the run's directory), if any."""
+    for flag, value in zip(argv, argv[1:]):
+        if flag == "--output_dir":
+            return value
+    return None
+
+
+def name_latest_checkpoints(output_dir: str) -> list[str]:
+    """Writes DeepSpeed's ``latest`` file into each of this node's Trainer checkpoints that has
+    DeepSpeed's shards (``global_stepN``) but no such file; returns the checkpoints it named.
+
+    DeepSpeed writes ``latest`` on the first rank's node only, even with node-local storage,
+    and the Trainer's resume reads it on every node: without it, a rank on another node finds
+    no checkpoint to load and the resumed run fails ("failed to resume from checkpoint")."""
+    named = []
+    for folder in sorted(glob.glob(os.path.join(output_dir, "checkpoint-*"))):
+        tags = sorted(glob.glob(os.path.join(folder, "global_step*")))
+        latest = os.path.join(folder, "latest")
+        if tags and not os.path.exists(latest):
+            # Every local rank may do this at once: the same text, written whole.
+            partial = f"{latest}.{os.getpid()}"
+            with open(partial, "w", encoding="utf-8") as out:
+                out.write(os.path.basename(tags[-1]))
+            os.replace(partial, latest)
+            named.append(folder)
+    return named
 
 
 def without_empty_param_groups(optimizer: Any) -> Any:
@@ -64,6 +99,9 @@ def main() -> None:
     from transformers import Trainer
 
     drop_empty_param_groups(Trainer)
+    output_dir = output_dir_of(sys.argv)
+    if output_dir is not None:
+        name_latest_checkpoints(output_dir)
     run_exp()
 
 

@@ -11,6 +11,7 @@ against the 1 group DeepSpeed kept).
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
@@ -95,3 +96,22 @@ def test_main_sets_up_deepspeed_then_hands_over_to_llamafactory(
     assert calls[0][1] == "info", "DeepSpeed's engine configuration (fp16, ZeRO stage) reaches the log"
     assert calls[1][1] == "nccl", "the accelerator's own backend, not accelerate's choice"
     assert len(calls[2][1].param_groups) == 1, "the Trainer's optimizer has lost its empty group"
+
+
+def test_the_output_directory_comes_from_the_command_line(entry_point: ModuleType) -> None:
+    argv = ["llamafactory_train.py", "--local_rank=1", "--output_dir", "/opt/dslab/results/r1", "--stage", "sft"]
+    assert entry_point.output_dir_of(argv) == "/opt/dslab/results/r1"
+    assert entry_point.output_dir_of(["llamafactory_train.py", "--stage", "sft"]) is None
+
+
+def test_each_checkpoint_on_this_node_names_its_deepspeed_tag(entry_point: ModuleType, tmp_path: Path) -> None:
+    # What a worker holds after a save: its shards, but no `latest` (DeepSpeed writes it on rank 0's node).
+    (tmp_path / "checkpoint-50/global_step50").mkdir(parents=True)
+    (tmp_path / "checkpoint-100/global_step100").mkdir(parents=True)
+    (tmp_path / "checkpoint-100/latest").write_text("global_step100")  # the first rank's node
+    (tmp_path / "checkpoint-150").mkdir()  # no DeepSpeed shards: nothing to name
+    named = entry_point.name_latest_checkpoints(str(tmp_path))
+    assert named == [str(tmp_path / "checkpoint-50")]
+    assert (tmp_path / "checkpoint-50/latest").read_text() == "global_step50"
+    assert not (tmp_path / "checkpoint-150/latest").exists()
+    assert entry_point.name_latest_checkpoints(str(tmp_path)) == [], "once"
