@@ -44,6 +44,8 @@ def in_manager(*command: str, check: bool = True) -> str:
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     ensure_toolchain()
     hosts_up(len(HOSTS))
+    for host in HOSTS:  # an earlier session's unfinished runs of this stack would be resumed
+        on_host(host, "rm", "-rf", f"/var/lib/dslab/{STACK}/runs")
     for host in HOSTS:
         on_host(host, "rm", "-rf", INPUTS)
     work = tmp_path_factory.mktemp("llamafactory-e2e")

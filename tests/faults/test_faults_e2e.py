@@ -42,6 +42,8 @@ LOGS: list[str] = []
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     ensure_toolchain()
     hosts_up(len(HOSTS))
+    for host in HOSTS:  # an earlier session's unfinished runs of this stack would be resumed
+        on_host(host, "rm", "-rf", f"/var/lib/dslab/{STACK}/runs")
     work = tmp_path_factory.mktemp("faults-e2e")
     cli = PulumiCli(project_dir=project_copy(work, (STACK, INTRUDER)), state_dir=work / "state")
     cli.run("stack", "init", STACK)
