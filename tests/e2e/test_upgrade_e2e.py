@@ -94,8 +94,11 @@ def forget_retired(stack: Stack) -> str:
 
 def test_a_stack_the_release_made_is_taken_over_after_one_upgrade_command(stack: Stack) -> None:
     use_code(stack.cli.project_dir, RELEASE)
-    # The mesh is what training needs; the run itself is not what this is about.
-    stack.merge_config({"training": {"launch": False}})
+    # The mesh is what training needs; the run itself is not what this is about. The release
+    # knew no output_dir_flag (it refuses keys it does not know): the dev stack's workload
+    # without it.
+    workload = {"kind": "script", "entrypoint": "/opt/dslab/train_tiny.py", "args": ["--steps", "20"]}
+    stack.merge_config({"training": {"launch": False, "workload": workload}})
     stack.pulumi("up", "--yes")
     before = containers()
 
