@@ -132,8 +132,8 @@ def test_a_second_up_changes_nothing_and_a_lost_copy_of_the_curve_comes_back(sta
 
 
 RESULTS = f"/var/lib/dslab/{STACK}/runs"
-LONG_STEPS = 1000
-"""About 90 s here (11 steps/s, a checkpoint every 50): long enough to be cut after its first."""
+LONG_STEPS = 300
+"""About 30 s here (11 steps/s, a checkpoint every 50): long enough to be cut after its first."""
 
 
 def newest_checkpoint() -> int:
@@ -175,11 +175,6 @@ def test_a_run_cut_after_a_checkpoint_goes_on_from_it_with_the_next_plain_up(sta
     assert f"Continuing training from global step {checkpoint}" in in_manager("cat", "/opt/dslab/run/train.log")
     state = json.loads(on_host("server1", "cat", f"{RESULTS}/{run}/trainer_state.json"))
     assert state["global_step"] == LONG_STEPS, "the configured number of steps, not more"
-    on_host("server1", "test", "-s", f"{RESULTS}/{run}/adapter_model.safetensors")
-    # Back to the short run: a new directory, the resumed one stays.
-    stack.merge_config({"training": {"workload": TINY_LORA_SFT, "stall_timeout": 1800}})
-    stack.pulumi("up", "--yes")
-    assert stack.outputs()["training_results"]["server1"] != f"{RESULTS}/{run}"  # type: ignore[index]
     on_host("server1", "test", "-s", f"{RESULTS}/{run}/adapter_model.safetensors")
 
 

@@ -481,8 +481,8 @@ def trains_again_after(scenario: str, stack: Stack) -> None:
     assert_trained_across_both(stack)
 
 
-RESUMED_STEPS = 2000
-"""A run long enough (~2 min here) to be cut after its first checkpoints (train_tiny.py saves one
+RESUMED_STEPS = 1000
+"""A run long enough (~1 min here) to be cut after its first checkpoints (train_tiny.py saves one
 every 50 steps into the run's directory)."""
 RESULTS = f"/var/lib/dslab/{STACK}/runs"
 
