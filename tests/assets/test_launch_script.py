@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import time
 from pathlib import Path
 
 from components.hosts.host_script import script_text
@@ -31,11 +30,21 @@ exit "$EXIT"
 """
 
 
+# The run's name takes the time to the second: each call here is a second later, not a sleep.
+STAND_IN_DATE = """#!/bin/bash
+n=$(( $(cat "$ROOT/seconds" 2>/dev/null || echo 0) + 1 ))
+echo "$n" >"$ROOT/seconds"
+printf '20261205T%06dZ\\n' "$n"
+"""
+
+
 def launch(tmp_path: Path, action: str, exit_code: int = 0, resume: str = "auto") -> subprocess.CompletedProcess[str]:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     (bin_dir / "docker").write_text(STAND_IN_DOCKER)
     (bin_dir / "docker").chmod(0o755)
+    (bin_dir / "date").write_text(STAND_IN_DATE)
+    (bin_dir / "date").chmod(0o755)
     scripts = tmp_path / "root/opt/dslab"
     (scripts / "run").mkdir(parents=True, exist_ok=True)
     (scripts / "run-deepspeed.sh").write_text(STAND_IN_RUN)
@@ -80,7 +89,6 @@ def test_each_run_gets_a_directory_of_its_own_named_by_its_time_and_inputs_and_m
     failed = launch(tmp_path, "run", exit_code=1)
     assert failed.returncode == 1
     first = (tmp_path / "results/last-run").read_text().strip()
-    time.sleep(1.1)
     ran = launch(tmp_path, "run")
     assert ran.returncode == 0, ran.stderr
     name = json.loads(ran.stdout.splitlines()[-1])["run"]
@@ -100,7 +108,6 @@ def test_an_unfinished_run_with_a_checkpoint_goes_on_in_its_directory_unless_res
     failed = launch(tmp_path, "run", exit_code=1)
     assert failed.returncode == 1
     first = (tmp_path / "results/last-run").read_text().strip()
-    time.sleep(1.1)
     # No checkpoint yet: nothing to go on from, a new directory.
     second = launch(tmp_path, "run", exit_code=1)
     assert (tmp_path / "results/last-run").read_text().strip() != first
@@ -108,19 +115,16 @@ def test_an_unfinished_run_with_a_checkpoint_goes_on_in_its_directory_unless_res
     name = (tmp_path / "results/last-run").read_text().strip()
     (tmp_path / "results" / name / "checkpoints").mkdir()
     (tmp_path / "results" / name / "checkpoints/latest").write_text("step100")
-    time.sleep(1.1)
     resumed = launch(tmp_path, "run")
     assert resumed.returncode == 0, resumed.stderr
     assert f"resuming run {name} from its last checkpoint (training.resume: auto)" in resumed.stderr
     assert json.loads(resumed.stdout.splitlines()[-1])["run"] == name, "in the same directory"
     # Finished now: the next run of the same inputs starts over in a new directory.
-    time.sleep(1.1)
     again = launch(tmp_path, "run")
     assert json.loads(again.stdout.splitlines()[-1])["run"] != name
     # Never: an unfinished run with a checkpoint is left as it is.
     again_name = json.loads(again.stdout.splitlines()[-1])["run"]
     (tmp_path / "results" / again_name / "finished").unlink()
     (tmp_path / "results" / again_name / "checkpoint-20").mkdir()
-    time.sleep(1.1)
     never = launch(tmp_path, "run", resume="never")
     assert json.loads(never.stdout.splitlines()[-1])["run"] != again_name and "resuming" not in never.stderr
