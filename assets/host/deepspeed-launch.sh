@@ -103,6 +103,7 @@ start_run() {
   command docker exec "$container" /opt/dslab/run-deepspeed.sh "${flags[@]}" -- "$@" >/dev/null
   code=$?
   set -e
+  stop_ticking
   rm -f "$seen"
   if [[ $code -ne 0 ]]; then
     echo "the last lines of $container:$log:" >&2

@@ -39,6 +39,7 @@ case $action in
       still_sending() { echo "still sending $tag to ${to%:*}: $SECONDS s" >&2; }
       tick_while_running still_sending
       on "$from" docker save "$tag" | on "$to" docker load >/dev/null
+      stop_ticking
       echo "sent $tag to ${to%:*} in $SECONDS s" >&2
     fi
     mark "$to" mark

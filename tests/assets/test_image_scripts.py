@@ -17,10 +17,11 @@ BUILDER, WORKER = "root@10.0.0.1:22", "root@10.0.0.2:2222"
 
 STAND_IN_SSH = r"""#!/bin/bash
 # ssh [-i KEY] [-o OPTION]... -p PORT USER@ADDRESS COMMAND...: COMMAND runs here, as on that host
-# (HOME=$HOSTS/ADDRESS, its images in $HOSTS/ADDRESS/images).
+# (HOME=$HOSTS/ADDRESS, its images in $HOSTS/ADDRESS/images). Marking takes MARK_SECONDS.
 while [[ $1 == -* ]]; do shift 2; done
 address=${1#*@}
 shift
+[[ $* != *"bash -s"* ]] || sleep "${MARK_SECONDS:-0}"
 export HOME=$HOSTS/$address
 mkdir -p "$HOME/images"
 exec bash -c "$*"
@@ -99,13 +100,15 @@ def test_a_host_that_has_the_image_is_only_marked_and_one_with_another_gets_the_
 
 
 def test_a_long_copy_says_how_far_it_is_and_its_ticker_ends_with_it(tmp_path: Path) -> None:
-    env = {**hosts_with_stand_ins(tmp_path), "SAVE_SECONDS": "2.5", "DSLAB_PROGRESS_SECONDS": "1"}
+    env = {**hosts_with_stand_ins(tmp_path), "SAVE_SECONDS": "2.5", "MARK_SECONDS": "1.5", "DSLAB_PROGRESS_SECONDS": "1"}
     started = time.monotonic()
     shipped = ship(env, "ship", TAG, "image", "sha256:built", BUILDER, WORKER)
     assert shipped.returncode == 0, shipped.stderr
-    ticks = [line for line in shipped.stderr.splitlines() if line.startswith(f"still sending {TAG} to root@10.0.0.2: ")]
+    said = shipped.stderr.splitlines()
+    ticks = [line for line in said if line.startswith(f"still sending {TAG} to root@10.0.0.2: ")]
     assert 1 <= len(ticks) <= 3, shipped.stderr
-    assert time.monotonic() - started < 5, "its ticker ended with the copy"
+    assert said[-1].startswith(f"sent {TAG} to root@10.0.0.2 in "), "no tick after the copy, while the host is marked"
+    assert time.monotonic() - started < 6, "its ticker ended with the copy"
 
 
 def test_a_failed_save_fails_the_ship_and_marks_nothing(tmp_path: Path) -> None:

@@ -8,6 +8,15 @@
 # (and the step) open after the script ended.
 tick_while_running() {
   ( while sleep "${DSLAB_PROGRESS_SECONDS:-15}" >/dev/null 2>&1 7>&-; do "$@"; done ) </dev/null >/dev/null &
-  # shellcheck disable=SC2064  # the ticker's pid, now
-  trap "kill $! 2>/dev/null || true" EXIT
+  ticker_pid=$!
+  trap stop_ticking EXIT
+}
+
+# Stops the ticker and waits for it: a line it was writing comes before the caller's next one
+# ("done" is never followed by "still going").
+stop_ticking() {
+  [[ -n "${ticker_pid:-}" ]] || return 0
+  kill "$ticker_pid" 2>/dev/null || true
+  wait "$ticker_pid" 2>/dev/null || true
+  ticker_pid=
 }
