@@ -22,24 +22,63 @@ from INFO up: its ranks log only warnings otherwise, and the log would not show 
 configuration the engine resolved from ds_config.json's "auto" values (fp16 or not, loss
 scaling, ZeRO stage), nor skipped fp16 steps. And every checkpoint this node holds in the
 run's directory names its DeepSpeed tag (see :func:`name_latest_checkpoints`), so that a
-resumed run loads it on every node.
+resumed run loads it on every node; and when the Trainer is to resume, every node must hold
+its part of the first node's newest checkpoint, or the run stops before loading anything,
+naming the nodes that lack it (see :func:`refuse_a_partial_resume`).
 """
 
 from __future__ import annotations
 
 import glob
+import json
 import os
+import re
+import socket
 import sys
 from collections.abc import Sequence
 from typing import Any
 
+from checkpoint_parts import RankFinding, part_present, resume_refusal
 
-def output_dir_of(argv: Sequence[str]) -> str | None:
-    """The ``--output_dir`` the command line gives (the run's directory), if any."""
-    for flag, value in zip(argv, argv[1:]):
-        if flag == "--output_dir":
-            return value
+TRAINER_CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+"""A checkpoint folder as the Trainer names it and looks for it (transformers' get_last_checkpoint)."""
+
+
+def flag_value(argv: Sequence[str], flag: str) -> str | None:
+    """The value after FLAG on the command line (the next word; "true" for a flag given alone), if any."""
+    for index, word in enumerate(argv):
+        if word == flag:
+            following = argv[index + 1] if index + 1 < len(argv) else "--"
+            return "true" if following.startswith("--") else following
     return None
+
+
+def trainer_resumes(argv: Sequence[str]) -> bool:
+    """Whether LLaMA-Factory looks for a checkpoint in the output directory to go on from: not
+    when the command line names one itself or says to overwrite the directory."""
+    overwrite = flag_value(argv, "--overwrite_output_dir") or "false"
+    return flag_value(argv, "--resume_from_checkpoint") is None and overwrite.lower() not in ("true", "1", "yes")
+
+
+def zero_stage_of(ds_config: str | None) -> int:
+    """The ZeRO stage the ds_config sets (0 when it sets none)."""
+    if ds_config is None:
+        return 0
+    with open(ds_config, encoding="utf-8") as config:
+        stage = json.load(config).get("zero_optimization", {}).get("stage", 0)
+    return stage if isinstance(stage, int) else 0
+
+
+def what_this_rank_holds(output_dir: str, zero_stage: int, rank: int) -> tuple[int | None, bool]:
+    """The step of the newest checkpoint on this node (the one the Trainer resumes from here;
+    None for none) and whether RANK's part of it is there."""
+    names = os.listdir(output_dir) if os.path.isdir(output_dir) else []
+    steps = [int(match.group(1)) for name in names
+             if (match := TRAINER_CHECKPOINT.match(name)) and os.path.isdir(os.path.join(output_dir, name))]  # fmt: skip
+    if not steps:
+        return None, False
+    step = max(steps)
+    return step, part_present(os.path.join(output_dir, f"checkpoint-{step}", f"global_step{step}"), zero_stage, rank)
 
 
 def name_latest_checkpoints(output_dir: str) -> list[str]:
@@ -61,6 +100,19 @@ def name_latest_checkpoints(output_dir: str) -> list[str]:
             os.replace(partial, latest)
             named.append(folder)
     return named
+
+
+def refuse_a_partial_resume(output_dir: str, zero_stage: int) -> None:
+    """Every rank says what its node holds; the run stops (on every rank) when the nodes would
+    not go on from the same checkpoint whole: each node's Trainer resumes from its own newest."""
+    import torch.distributed as dist
+
+    mine: RankFinding = (socket.gethostname(), *what_this_rank_holds(output_dir, zero_stage, dist.get_rank()))
+    found: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(found, mine)
+    refusal = resume_refusal(found, output_dir)
+    if refusal:
+        raise SystemExit(f"dslab: {refusal}")
 
 
 def without_empty_param_groups(optimizer: Any) -> Any:
@@ -99,9 +151,11 @@ def main() -> None:
     from transformers import Trainer
 
     drop_empty_param_groups(Trainer)
-    output_dir = output_dir_of(sys.argv)
+    output_dir = flag_value(sys.argv, "--output_dir")
     if output_dir is not None:
         name_latest_checkpoints(output_dir)
+        if trainer_resumes(sys.argv):  # the same command line everywhere: every rank takes part
+            refuse_a_partial_resume(output_dir, zero_stage_of(flag_value(sys.argv, "--deepspeed")))
     run_exp()
 
 

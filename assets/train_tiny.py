@@ -26,7 +26,6 @@ usage: train_tiny.py --deepspeed CONFIG [--steps N] [--lr LR] [--seed S] [--outp
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import os
 import socket
@@ -34,6 +33,8 @@ import sys
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
+
+from checkpoint_parts import part_present, resume_refusal
 
 INPUTS = 16
 HIDDEN = 64
@@ -204,15 +205,6 @@ def latest_step(checkpoints: str) -> int:
     return int(tag.removeprefix("step")) if tag.startswith("step") and tag[4:].isdigit() else 0
 
 
-def shard_present(checkpoints: str, step: int, rank: int) -> bool:
-    """Whether this node holds what RANK loads from the checkpoint of STEP: the model states
-    (each node keeps a copy) and the rank's own ZeRO shard."""
-    folder = os.path.join(checkpoints, checkpoint_tag(step))
-    return os.path.isfile(os.path.join(folder, "mp_rank_00_model_states.pt")) and bool(
-        glob.glob(os.path.join(folder, f"*zero_pp_rank_{rank}_mp_rank_*optim_states.pt"))
-    )
-
-
 def resume(engine: Any, checkpoints: str, rank: int, torch: Any, dist: Any) -> int:
     """Loads the newest checkpoint, when there is one; the steps it holds (0 for none). Refuses,
     naming the hosts, when a node lacks its part of it: that run cannot go on."""
@@ -222,13 +214,13 @@ def resume(engine: Any, checkpoints: str, rank: int, torch: Any, dist: Any) -> i
     if done == 0:
         return 0
     found: list[Any] = [None] * dist.get_world_size()
-    dist.all_gather_object(found, (socket.gethostname(), shard_present(checkpoints, done, rank)))
-    missing = sorted({host for host, present in found if not present})
-    if missing:
-        raise RuntimeError(
-            f"cannot resume from the checkpoint of step {done}: {', '.join(missing)} lack their part of it in "
-            f"{checkpoints}/{checkpoint_tag(done)}; set training.resume: never to start over"
-        )
+    folder = os.path.join(checkpoints, checkpoint_tag(done))
+    dist.all_gather_object(
+        found, (socket.gethostname(), done, part_present(folder, engine.zero_optimization_stage(), rank))
+    )
+    refusal = resume_refusal(found, folder)
+    if refusal:
+        raise RuntimeError(refusal)
     engine.load_checkpoint(checkpoints, tag=checkpoint_tag(done))
     if rank == 0:
         report(f"resumed from step={done}")

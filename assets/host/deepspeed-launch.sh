@@ -13,7 +13,9 @@
 #           With RESUME auto, when the last run of the same KEY did not finish and left a
 #           checkpoint (checkpoint-N/ as the Trainer saves, checkpoints/latest as
 #           train_tiny.py does), this run goes on in its directory: the workload resumes
-#           from its newest checkpoint there.
+#           from its newest checkpoint there. In wait mode the run's log is appended to
+#           train.log in its directory on this host when the run ends (each attempt of a
+#           resumed run after the one before), so it outlives the container.
 #   report: say what the last run left, without running anything (the step's update).
 #   stop:   stop a run still going (background mode; the step's delete), and say where the
 #           results stay: nothing of them is ever deleted here.
@@ -58,11 +60,17 @@ launch() {
         echo "this run's results: $results/$name on every host" >&2
       fi
       printf '%s\n' "$name" >"$results/$LAST_RUN"
-      start_run "$container" "$workdir" "$log" "$status" "$run_dir/hostfile" "$mode" "$stall_timeout" "${@//@RUN@/$name}"
+      start_run "$container" "$workdir" "$log" "$status" "$run_dir/hostfile" "$mode" "$stall_timeout" \
+        "$results/$name/train.log" "${@//@RUN@/$name}"
       # run-deepspeed.sh exits 0 only once its status file says so: the exit code is the status.
-      state=succeeded
-      if [[ "$mode" == background ]]; then state=running; else date -u +%FT%TZ >"$results/$name/finished"; fi
-      echo "training $state; the log is $container:$log" >&2
+      if [[ "$mode" == background ]]; then
+        state=running
+        echo "training $state; the log is $container:$log" >&2
+      else
+        state=succeeded
+        date -u +%FT%TZ >"$results/$name/finished"
+        echo "training $state; the log is $container:$log, kept in $results/$name/train.log" >&2
+      fi
       ;;
     *) echo "deepspeed-launch.sh: unknown action $action" >&2; return 64 ;;
   esac
@@ -90,8 +98,8 @@ show_progress() {
 }
 
 start_run() {
-  local container=$1 workdir=$2 log=$3 status=$4 hostfile=$5 mode=$6 stall_timeout=$7 code seen
-  shift 7
+  local container=$1 workdir=$2 log=$3 status=$4 hostfile=$5 mode=$6 stall_timeout=$7 kept_log=$8 code seen
+  shift 8
   local flags=(--workdir "$workdir" --log "$log" --status "$status" --hostfile "$hostfile" --stall-timeout "$stall_timeout")
   [[ "$mode" == background ]] && flags+=(--background)
   echo "launching in $container: $*" >&2
@@ -105,13 +113,20 @@ start_run() {
   set -e
   stop_ticking
   rm -f "$seen"
+  [[ "$mode" == background ]] || keep_log "$container" "$log" "$kept_log"
   if [[ $code -ne 0 ]]; then
     echo "the last lines of $container:$log:" >&2
     docker exec "$container" tail -n "$PROGRESS_LINES_ON_FAILURE" "$log" 2>/dev/null | sed 's/^/  /' >&2 || true
     echo "training failed (exit $code, status: $(container_output "$container" cat "$status" 2>/dev/null || echo unknown));" \
-      "the whole log is $container:$log" >&2
+      "the whole log is $container:$log, kept in $kept_log" >&2
     exit "$code"
   fi
+}
+
+# The run's log appended to KEPT, in the run's directory on this host: it outlives the container.
+keep_log() {
+  local container=$1 log=$2 kept=$3
+  docker exec "$container" cat "$log" >>"$kept" 2>/dev/null || echo "warning: the log $container:$log could not be kept in $kept" >&2
 }
 
 report() {

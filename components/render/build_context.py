@@ -24,8 +24,10 @@ CONTAINER_PYTHON_SCRIPTS = (
     "make_tiny_llama.py",
     "llamafactory_train.py",
     "allreduce_bench.py",
+    "checkpoint_parts.py",
 )
-"""Python scripts of ``assets/`` copied to ``/opt/dslab/`` in the image."""
+"""Python scripts of ``assets/`` copied to ``/opt/dslab/`` in the image (checkpoint_parts.py is
+imported by the two training scripts beside it)."""
 
 
 def llamafactory_constraints(release: str) -> Path:

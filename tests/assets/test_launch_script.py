@@ -66,8 +66,11 @@ def test_a_failed_run_shows_the_last_lines_of_its_log_not_all_of_it(tmp_path: Pa
     said = ran.stdout + ran.stderr
     assert "run-deepspeed.sh: the run said this" in said
     assert "server1: dslab: finished steps=500" in said and "server1: step 480 " not in said, "the last 15 lines only"
-    assert f"training failed (exit 1, status: failed rc=1); the whole log is llm:{RUN}/train.log" in said
+    name = (tmp_path / "results/last-run").read_text().strip()
+    kept = tmp_path / "results" / name / "train.log"
+    assert f"training failed (exit 1, status: failed rc=1); the whole log is llm:{RUN}/train.log, kept in {kept}" in said
     assert len(said.splitlines()) < 25
+    assert kept.read_text() == (tmp_path / f"root{RUN}/train.log").read_text(), "the whole log, on the host"
 
 
 def test_a_finished_run_reports_its_summary_and_the_report_says_it_again_without_running(tmp_path: Path) -> None:
@@ -75,7 +78,8 @@ def test_a_finished_run_reports_its_summary_and_the_report_says_it_again_without
     assert ran.returncode == 0, ran.stderr
     result = json.loads(ran.stdout.splitlines()[-1])
     assert result["status"] == "succeeded" and result["summary"] == "server1: dslab: finished steps=500 final_loss=0.1"
-    assert ran.stderr.splitlines()[-1] == f"training succeeded; the log is llm:{RUN}/train.log"
+    kept = tmp_path / "results" / result["run"] / "train.log"
+    assert ran.stderr.splitlines()[-1] == f"training succeeded; the log is llm:{RUN}/train.log, kept in {kept}"
     log = tmp_path / f"root{RUN}/train.log"
     log.write_text(log.read_text() + "left as it was\n")
     reported = launch(tmp_path, "report")
@@ -119,6 +123,8 @@ def test_an_unfinished_run_with_a_checkpoint_goes_on_in_its_directory_unless_res
     assert resumed.returncode == 0, resumed.stderr
     assert f"resuming run {name} from its last checkpoint (training.resume: auto)" in resumed.stderr
     assert json.loads(resumed.stdout.splitlines()[-1])["run"] == name, "in the same directory"
+    attempts = (tmp_path / "results" / name / "train.log").read_text()
+    assert attempts.count("dslab: finished steps=500") == 2, "the cut attempt's log, then the resumed one's"
     # Finished now: the next run of the same inputs starts over in a new directory.
     again = launch(tmp_path, "run")
     assert json.loads(again.stdout.splitlines()[-1])["run"] != name

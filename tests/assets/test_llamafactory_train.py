@@ -100,8 +100,46 @@ def test_main_sets_up_deepspeed_then_hands_over_to_llamafactory(
 
 def test_the_output_directory_comes_from_the_command_line(entry_point: ModuleType) -> None:
     argv = ["llamafactory_train.py", "--local_rank=1", "--output_dir", "/opt/dslab/results/r1", "--stage", "sft"]
-    assert entry_point.output_dir_of(argv) == "/opt/dslab/results/r1"
-    assert entry_point.output_dir_of(["llamafactory_train.py", "--stage", "sft"]) is None
+    assert entry_point.flag_value(argv, "--output_dir") == "/opt/dslab/results/r1"
+    assert entry_point.flag_value(["llamafactory_train.py", "--stage", "sft"], "--output_dir") is None
+
+
+@pytest.mark.parametrize(
+    ("extra", "resumes"),
+    [([], True), (["--overwrite_output_dir", "false"], True), (["--overwrite_output_dir", "true"], False),
+     (["--overwrite_output_dir"], False), (["--resume_from_checkpoint", "/opt/dslab/results/r0/checkpoint-50"], False)],
+)  # fmt: skip
+def test_the_trainer_looks_for_a_checkpoint_unless_told_where_or_to_overwrite(
+    entry_point: ModuleType, extra: list[str], resumes: bool
+) -> None:
+    argv = ["llamafactory_train.py", "--output_dir", "/opt/dslab/results/r1", *extra, "--stage", "sft"]
+    assert entry_point.trainer_resumes(argv) is resumes
+
+
+def test_the_zero_stage_comes_from_the_ds_config(entry_point: ModuleType, tmp_path: Path) -> None:
+    (tmp_path / "ds_config.json").write_text('{"zero_optimization": {"stage": 2}, "train_batch_size": "auto"}')
+    (tmp_path / "plain.json").write_text('{"train_batch_size": "auto"}')
+    assert entry_point.zero_stage_of(str(tmp_path / "ds_config.json")) == 2
+    assert entry_point.zero_stage_of(str(tmp_path / "plain.json")) == 0
+    assert entry_point.zero_stage_of(None) == 0
+
+
+def saved_checkpoint(output_dir: Path, step: int, ranks: list[int]) -> None:
+    """What a node holds of the Trainer's checkpoint of STEP with ZeRO 2: the model states and its ranks' shards."""
+    tag = output_dir / f"checkpoint-{step}" / f"global_step{step}"
+    tag.mkdir(parents=True)
+    (tag / "mp_rank_00_model_states.pt").write_bytes(b"model")
+    for rank in ranks:
+        (tag / f"bf16_zero_pp_rank_{rank}_mp_rank_00_optim_states.pt").write_bytes(b"shard")
+
+
+def test_a_rank_finds_its_nodes_newest_checkpoint_and_its_own_part_of_it(entry_point: ModuleType, tmp_path: Path) -> None:
+    saved_checkpoint(tmp_path, 50, [2, 3])
+    saved_checkpoint(tmp_path, 100, [2])  # cut while rank 3 wrote its part
+    (tmp_path / "checkpoint-150.tmp").mkdir()  # not a name the Trainer resumes from
+    assert entry_point.what_this_rank_holds(str(tmp_path), 2, 2) == (100, True)
+    assert entry_point.what_this_rank_holds(str(tmp_path), 2, 3) == (100, False)
+    assert entry_point.what_this_rank_holds(str(tmp_path / "not-made-yet"), 2, 3) == (None, False), "a new run"
 
 
 def test_each_checkpoint_on_this_node_names_its_deepspeed_tag(entry_point: ModuleType, tmp_path: Path) -> None:

@@ -68,19 +68,6 @@ def test_the_newest_checkpoint_is_the_one_deepspeeds_latest_file_names(train_tin
     assert train_tiny.latest_step(str(tmp_path)) == 0, "not one of ours"
 
 
-def test_a_node_holds_a_ranks_part_of_a_checkpoint_only_with_the_model_states_and_its_own_shard(
-    train_tiny: ModuleType, tmp_path: Path
-) -> None:
-    folder = tmp_path / "step100"
-    folder.mkdir()
-    (folder / "zero_pp_rank_1_mp_rank_00_optim_states.pt").write_bytes(b"x")
-    assert not train_tiny.shard_present(str(tmp_path), 100, 1), "the model states are missing"
-    (folder / "mp_rank_00_model_states.pt").write_bytes(b"x")
-    assert train_tiny.shard_present(str(tmp_path), 100, 1)
-    assert not train_tiny.shard_present(str(tmp_path), 100, 0), "rank 0's shard is on another node"
-    assert not train_tiny.shard_present(str(tmp_path), 50, 1), "no such checkpoint"
-
-
 def test_checkpoints_are_kept_every_save_steps(train_tiny: ModuleType) -> None:
     assert train_tiny.parse_args(["--deepspeed", "c"]).save_steps == 50
     assert train_tiny.parse_args(["--deepspeed", "c", "--save_steps", "7"]).save_steps == 7

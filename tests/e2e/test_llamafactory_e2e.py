@@ -165,8 +165,18 @@ def test_a_run_cut_after_a_checkpoint_goes_on_from_it_with_the_next_plain_up(sta
         host_fault("network-restore", "server2")
     assert running.returncode != 0 and "server2" in output, output[-3000:]
     run = on_host("server1", "cat", f"{RESULTS}/last-run").strip()
+    cut_at = newest_checkpoint()
+    assert 100 <= cut_at < LONG_STEPS
+
+    # server2 loses its part of the newest checkpoint: its Trainer would go on from an older one
+    # than the manager's, so the run refuses before loading anything, naming it.
+    on_host("server2", "rm", "-rf", f"{RESULTS}/{run}/checkpoint-{cut_at}")
+    code, refused = stack.attempt("up", "--yes")
+    assert code != 0 and f"cannot resume from the checkpoint of step {cut_at}: server2 lack their part of it" in refused, refused[-3000:]
+    # Without that checkpoint on the manager too, both go on from the one before.
+    on_host("server1", "rm", "-rf", f"{RESULTS}/{run}/checkpoint-{cut_at}")
     checkpoint = newest_checkpoint()
-    assert 100 <= checkpoint < LONG_STEPS
+    assert checkpoint == cut_at - 50
 
     resumed = stack.pulumi("up", "--yes")
     outputs = stack.outputs()

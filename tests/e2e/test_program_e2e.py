@@ -104,6 +104,7 @@ def test_up_from_nothing_builds_the_cluster_and_trains_across_both_containers(st
     assert outputs["training_status"] == "succeeded"
     run = run_directory(stack)
     assert json.loads(on_host("server1", "cat", f"{run}/result.json"))["steps"] == 20, "train_tiny's --output_dir"
+    assert on_host("server1", "cat", f"{run}/train.log") == log, "the log is kept beside the results"
     name = run.rsplit("/", 1)[-1]
     assert re.fullmatch(r"\d{8}T\d{6}Z-[0-9a-f]{12}", name), name
     assert str(outputs["training_summary"]).startswith(f"run {name}: server1: dslab: finished steps=20")
@@ -115,7 +116,10 @@ def test_a_successful_up_reads_as_the_steps_that_took_time_and_the_training_run(
     run = said.get("lab-training-run", [])
     assert len(run) >= 2 and run[0].startswith(f"this run's results: /var/lib/dslab/{STACK}/runs/"), f"where: {run}"
     assert run[1].startswith("launching in llm: deepspeed"), f"the run says what it starts: {run}"
-    assert run[-1] == "training succeeded; the log is llm:/opt/dslab/run/train.log", "and where its log is"
+    assert re.fullmatch(
+        rf"training succeeded; the log is llm:/opt/dslab/run/train\.log, kept in /var/lib/dslab/{STACK}/runs/\S+/train\.log",
+        run[-1],
+    ), f"and where its log is: {run[-1]}"
     # Shipping the image takes tens of seconds: it says how far it is, and when it is done.
     ship = said.get("lab-image-server2-ship", [])
     assert ship and ship[-1].startswith(("sent dslab/train:", "dslab/train:")), f"the copy says it is done: {ship}"

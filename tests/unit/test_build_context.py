@@ -94,6 +94,7 @@ def test_the_context_holds_the_variants_dockerfile_and_every_input(variant: Vari
         "dslab/make_tiny_llama.py",
         "dslab/llamafactory_train.py",
         "dslab/allreduce_bench.py",
+        "dslab/checkpoint_parts.py",
     }, "every script of assets/container and the python tools go to /opt/dslab; an empty wheelhouse still exists"
 
 
