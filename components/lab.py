@@ -28,7 +28,8 @@ from components.render.loss_plot import loss_plot_copy, loss_plot_in_container
 from components.naming import component_type
 from components.steps.node_container import NodeContainer, NodeContainerArgs
 from components.steps.overlay_network import OverlayNetwork, OverlayNetworkArgs, tunnel_mtu
-from components.render.results import host_results_dir
+from components.steps.results_store import ResultsStore, ResultsStoreArgs
+from components.render.results import emptied_dirs, host_results_dir
 from components.render.run_files import run_deepspeed_env, run_files
 from components.steps.ssh_mesh import KEYS_STEP, REACH_STEP, TRUST_STEP, MeshMember, SshMesh, SshMeshArgs
 from components.steps.swarm import SWARM_STEP, Swarm, SwarmArgs
@@ -98,6 +99,7 @@ class Lab(pulumi.ComponentResource):
         self.ipsec = self._create_ipsec(name, self.network) if self.network is not None and strongswan else None
         self.image = self._create_image(name, project_dir)
         self.inputs = self._create_input_check(name)
+        self.results = self._create_results_store(name, owner)
         self.containers = {host.name: self._create_container(name, host.name, owner) for host in config.hosts}
         self.mesh = self._create_mesh(name)
         self.run = run_files(config, self.plan)
@@ -199,6 +201,19 @@ class Lab(pulumi.ComponentResource):
             pulumi.ResourceOptions(parent=self, depends_on=self.claims.resources),
         )
 
+    def _create_results_store(self, name: str, owner: str) -> ResultsStore:
+        return ResultsStore(
+            f"{name}-results",
+            ResultsStoreArgs(
+                hosts=self.nodes,
+                results_dir=self.results_dir,
+                on_destroy=self.config.training.results_on_destroy,
+                emptied_dirs=emptied_dirs(self.config, owner),
+                after=self.claims.resources,
+            ),
+            pulumi.ResourceOptions(parent=self),
+        )
+
     def _create_container(self, name: str, host_name: str, owner: str) -> NodeContainer:
         host = next(host for host in self.config.hosts if host.name == host_name)
         image = self.image.per_host[host_name]
@@ -214,6 +229,8 @@ class Lab(pulumi.ComponentResource):
         # The model and datasets must be on the host before `docker run --volume` (which
         # would make empty directories in their place).
         checked = [self.inputs.per_host[host_name]] if self.inputs is not None else []
+        # Deleted after the container, whose runs it may remove.
+        checked.append(self.results.per_host[host_name])
         return NodeContainer(
             f"{name}-{host_name}",
             NodeContainerArgs(

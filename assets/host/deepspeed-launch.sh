@@ -18,7 +18,7 @@
 #           resumed run after the one before), so it outlives the container.
 #   report: say what the last run left, without running anything (the step's update).
 #   stop:   stop a run still going (background mode; the step's delete), and say where the
-#           results stay: nothing of them is ever deleted here.
+#           results are: nothing of them is ever deleted here (host/results-dir.sh is).
 # The result (run, report) is one JSON line: status, log, summary (the run's last
 # `dslab: finished` line), run (its name), resumed_from (the step the run went on from, as its
 # log says; null) and, in wait mode, the LOSS_PLOT the run drew (a PNG in the container; - for
@@ -41,7 +41,7 @@ launch() {
   case $action in
     stop)
       stop_run_in "$container"
-      echo "the results of every run stay on each host in $results (training.results_dir)" >&2
+      echo "the results of every run are on each host in $results (training.results_dir)" >&2
       return 0
       ;;
     report)

@@ -377,10 +377,18 @@ class TrainingConfig(FrozenModel):
         default=None,
         description=(
             "Where each run gets its own directory on every host (mounted into the containers): "
-            "outputs, checkpoints, the adapter. Never deleted by pulumi. Default "
+            "outputs, checkpoints, the adapter. Deleted only as results_on_destroy says. Default "
             "/var/lib/dslab/<stack>/runs."
         ),
         examples=["/srv/dslab/runs"],
+    )
+    results_on_destroy: Literal["keep", "remove"] = Field(
+        default="keep",
+        description=(
+            "keep: pulumi destroy leaves every run's directory on the hosts; remove: destroy (or "
+            "a host leaving the lab) removes the run directories the stack made under "
+            "results_dir, and anything else there stays. Default keep."
+        ),
     )
     socket_ifname: InterfaceName | None = Field(
         default=None,

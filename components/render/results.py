@@ -25,6 +25,16 @@ def host_results_dir(config: LabConfig, owner: str) -> str:
     return config.training.results_dir or f"/var/lib/dslab/{owner.rsplit('/', 1)[-1]}/runs"
 
 
+def emptied_dirs(config: LabConfig, owner: str) -> tuple[str, ...]:
+    """What `training.results_on_destroy: remove` also removes when left empty: the default
+    results directory and its parents; a directory the user chose stays."""
+    if config.training.results_dir:
+        return ()
+    runs = host_results_dir(config, owner)
+    stack_dir = runs.rsplit("/", 1)[0]
+    return (runs, stack_dir, stack_dir.rsplit("/", 1)[0])
+
+
 def run_key(*inputs: str) -> str:
     """What names a run's inputs (command line, ds_config, hostfile, ...): 12 hex digits."""
     digest = hashlib.sha256()

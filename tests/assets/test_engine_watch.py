@@ -50,13 +50,16 @@ def test_an_engine_that_gives_no_reply_ends_the_connection_naming_the_host(tmp_p
 
 
 def test_an_engine_that_answers_or_a_login_that_fails_leaves_the_connection_alone(tmp_path: Path) -> None:
-    for engine_exit in (0, 255):
-        (tmp_path / str(engine_exit)).mkdir()
-        connection = watched_connection(tmp_path / str(engine_exit))
-        try:
-            run_watch(tmp_path / str(engine_exit), connection, engine_exit=engine_exit)
-            time.sleep(2.5)  # the watch waits 1 s, then logs in (0.5 s here)
+    connections: dict[int, subprocess.Popen[bytes]] = {}
+    try:
+        for engine_exit in (0, 255):  # side by side
+            (tmp_path / str(engine_exit)).mkdir()
+            connections[engine_exit] = watched_connection(tmp_path / str(engine_exit))
+            run_watch(tmp_path / str(engine_exit), connections[engine_exit], engine_exit=engine_exit)
+        time.sleep(2.5)  # the watch waits 1 s, then logs in (0.5 s here)
+        for engine_exit, connection in connections.items():
             assert connection.poll() is None, f"exit {engine_exit}: the connection was ended"
             assert (tmp_path / str(engine_exit) / "stderr").read_text() == ""
-        finally:
+    finally:
+        for connection in connections.values():
             connection.kill()

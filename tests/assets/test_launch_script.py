@@ -104,7 +104,7 @@ def test_each_run_gets_a_directory_of_its_own_named_by_its_time_and_inputs_and_m
     assert (tmp_path / "results" / name / "finished").is_file()
     assert (tmp_path / "results" / first).is_dir() and not (tmp_path / "results" / first / "finished").exists()
     stopped = launch(tmp_path, "stop")
-    assert f"the results of every run stay on each host in {tmp_path}/results" in stopped.stderr
+    assert f"the results of every run are on each host in {tmp_path}/results" in stopped.stderr
     assert (tmp_path / "results" / name / "finished").is_file(), "nothing of them is deleted"
 
 

@@ -20,17 +20,21 @@ pytestmark = [pytest.mark.e2e, pytest.mark.program]
 
 HOSTS = {"server1": "10.0.18.1", "server2": "10.0.18.2"}
 STACK = "hostmode"
+RESULTS = f"/var/lib/dslab/{STACK}/runs"
 
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     ensure_toolchain()
     hosts_up(len(HOSTS))
+    for host in HOSTS:  # an earlier session's runs of this stack
+        on_host(host, "rm", "-rf", f"/var/lib/dslab/{STACK}")
     work = tmp_path_factory.mktemp("host-mode-e2e")
     cli = PulumiCli(project_dir=project_copy(work, (STACK,)), state_dir=work / "state")
     cli.run("stack", "init", STACK)
     stack = Stack(cli, STACK)
     stack.pulumi("config", "set", "--path", "network.mode", "host")
+    stack.pulumi("config", "set", "--path", "training.results_on_destroy", "remove")
     yield stack
     cli.run("destroy", "--yes", "--stack", STACK, check=False)
 
@@ -62,7 +66,13 @@ def test_a_second_preview_shows_no_changes(stack: Stack) -> None:
 
 
 def test_destroy_leaves_nothing(stack: Stack) -> None:
-    stack.pulumi("destroy", "--yes")
+    on_host("server2", "touch", f"{RESULTS}/notes.txt")  # the user's, beside the runs
+    destroyed = stack.pulumi("destroy", "--yes")
+    assert f"server1: removed 1 run(s) from {RESULTS} (training.results_on_destroy: remove)" in destroyed, destroyed
+    left = on_host("server1", "ls", "/var/lib/dslab", check=False).split()
+    assert STACK not in left, "results_on_destroy: remove leaves nothing of the stack"
+    assert on_host("server2", "ls", RESULTS).split() == ["notes.txt"], "but what is not a run's stays"
+    on_host("server2", "rm", "-rf", f"/var/lib/dslab/{STACK}")
     for host in HOSTS:
         assert on_host(host, "docker", "ps", "--all", "--quiet").strip() == "", f"no containers left on {host}"
         assert not re.search(r":2222\b", on_host(host, "ss", "-Htln")), "the container's sshd is gone"

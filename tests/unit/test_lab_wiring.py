@@ -100,7 +100,9 @@ def test_every_manual_step_of_the_write_up_is_a_resource(mocks: RecordingMocks) 
             "lab-training-server2-files",
             "lab-training-preflight-check",
             "lab-training-run",
-        }, "the swarm, the mesh and the run are pulumi-command Commands"
+            "lab-results-server1",
+            "lab-results-server2",
+        }, "the swarm, the mesh, the run and the results directories are pulumi-command Commands"
 
     return everything_registered(lab).apply(check)
 
@@ -163,6 +165,7 @@ def test_components_use_one_type_token_prefix_and_children_have_parents(mocks: R
             "dslab:index:OverlayNetwork",
             "dslab:index:TrainingImage",
             "dslab:index:NodeContainer",
+            "dslab:index:ResultsStore",
             "dslab:index:SshMesh",
             "dslab:index:DeepSpeedLaunch",
             "dslab:index:Preflight",
@@ -321,14 +324,48 @@ def test_overlay_mtu_arithmetic() -> None:
     assert driver_mtu_option(1450) == 1500, "docker gives containers 50 less than its option"
 
 
-def build_lab_with(network: dict[str, Any]) -> Any:
-    """The dev stack's lab with `network` merged into its network section."""
+@pulumi.runtime.test
+def test_the_results_directories_stay_at_destroy_unless_the_stack_says_remove(mocks: RecordingMocks) -> Any:
+    lab = build_dev_lab()
+
+    def check(_: Any) -> None:
+        results = mocks.resources["lab-results-server2"]
+        assert host_script_of(results) == "host/results-dir.sh"
+        assert script_args(results) == ["make", "/var/lib/dslab/dev/runs"]
+        assert script_args(results, "delete") == ["release", "keep", "/var/lib/dslab/dev/runs"], "kept by default"
+
+    return everything_registered(lab).apply(check)
+
+
+@pytest.mark.parametrize(
+    ("results_dir", "emptied"),
+    [(None, ["/var/lib/dslab/dev/runs", "/var/lib/dslab/dev", "/var/lib/dslab"]), ("/srv/runs", [])],
+)
+@pulumi.runtime.test
+def test_remove_takes_the_runs_and_only_the_default_directories_left_empty(
+    mocks: RecordingMocks, results_dir: str | None, emptied: list[str]
+) -> Any:
+    training: dict[str, Any] = {"results_on_destroy": "remove"}
+    if results_dir:
+        training["results_dir"] = results_dir
+    lab = build_lab_with(training=training)
+
+    def check(_: Any) -> None:
+        where = results_dir or "/var/lib/dslab/dev/runs"
+        assert script_args(mocks.resources["lab-results-server1"], "delete") == ["release", "remove", where, *emptied]
+
+    return everything_registered(lab).apply(check)
+
+
+def build_lab_with(network: dict[str, Any] | None = None, training: dict[str, Any] | None = None) -> Any:
+    """The dev stack's lab with `network` and `training` merged into those sections."""
     from components.config import load_lab_config, strip_namespace
     from components.lab import Lab
 
     document = yaml.safe_load((REPO / "Pulumi.dev.yaml").read_text(encoding="utf-8"))
     values, _ = strip_namespace(document["config"])
-    values["network"] = {**values.get("network", {}), **network}
+    values["network"] = {**values.get("network", {}), **(network or {})}
+    values["training"] = {**values.get("training", {}), **(training or {})}
     config = load_lab_config(values)
     return Lab(
         "lab", config, project_dir=Path(REPO), owner="organization/dslab/dev", credentials=unit_credentials(config)
