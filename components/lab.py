@@ -228,9 +228,9 @@ class Lab(pulumi.ComponentResource):
                 network.append(self.ipsec.per_host[host_name])
         # The model and datasets must be on the host before `docker run --volume` (which
         # would make empty directories in their place).
-        checked = [self.inputs.per_host[host_name]] if self.inputs is not None else []
-        # Deleted after the container, whose runs it may remove.
-        checked.append(self.results.per_host[host_name])
+        # The results directory's step too: deleted after the container, it may remove its runs.
+        host_steps = [self.inputs.per_host[host_name]] if self.inputs is not None else []
+        host_steps.append(self.results.per_host[host_name])
         return NodeContainer(
             f"{name}-{host_name}",
             NodeContainerArgs(
@@ -241,7 +241,7 @@ class Lab(pulumi.ComponentResource):
                 swarm_node=self.swarm.node_ids[host_name] if self.swarm is not None else None,
             ),
             pulumi.ResourceOptions(
-                parent=self, depends_on=[*network, image, *checked], providers=[self.engines[host_name]]
+                parent=self, depends_on=[*network, image, *host_steps], providers=[self.engines[host_name]]
             ),
         )
 
