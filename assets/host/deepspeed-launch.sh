@@ -37,7 +37,7 @@ LAST_RUN="last-run"  # in RESULTS: the name of the last run started
 launch() {
   local action=$1 container=$2 workdir=$3 run_dir=$4 mode=$5 stall_timeout=$6 loss_plot=$7 results=$8 key=$9 resume=${10}
   shift 11  # ACTION CONTAINER WORKDIR RUN_DIR MODE STALL_TIMEOUT LOSS_PLOT RESULTS KEY RESUME --
-  local log="$run_dir/train.log" status="$run_dir/status" state name
+  local log="$run_dir/train.log" status="$run_dir/status" state name kept_log
   case $action in
     stop)
       stop_run_in "$container"
@@ -60,8 +60,11 @@ launch() {
         echo "this run's results: $results/$name on every host" >&2
       fi
       printf '%s\n' "$name" >"$results/$LAST_RUN"
+      # A background run's log is still being written: it stays in the container only.
+      kept_log="$results/$name/train.log"
+      [[ "$mode" != background ]] || kept_log=""
       start_run "$container" "$workdir" "$log" "$status" "$run_dir/hostfile" "$mode" "$stall_timeout" \
-        "$results/$name/train.log" "${@//@RUN@/$name}"
+        "$kept_log" "${@//@RUN@/$name}"
       # run-deepspeed.sh exits 0 only once its status file says so: the exit code is the status.
       if [[ "$mode" == background ]]; then
         state=running
@@ -69,7 +72,7 @@ launch() {
       else
         state=succeeded
         date -u +%FT%TZ >"$results/$name/finished"
-        echo "training $state; the log is $container:$log, kept in $results/$name/train.log" >&2
+        echo "training $state; the log is $container:$log, kept in $kept_log" >&2
       fi
       ;;
     *) echo "deepspeed-launch.sh: unknown action $action" >&2; return 64 ;;
@@ -113,12 +116,12 @@ start_run() {
   set -e
   stop_ticking
   rm -f "$seen"
-  [[ "$mode" == background ]] || keep_log "$container" "$log" "$kept_log"
+  [[ -z "$kept_log" ]] || keep_log "$container" "$log" "$kept_log"
   if [[ $code -ne 0 ]]; then
     echo "the last lines of $container:$log:" >&2
     docker exec "$container" tail -n "$PROGRESS_LINES_ON_FAILURE" "$log" 2>/dev/null | sed 's/^/  /' >&2 || true
     echo "training failed (exit $code, status: $(container_output "$container" cat "$status" 2>/dev/null || echo unknown));" \
-      "the whole log is $container:$log, kept in $kept_log" >&2
+      "the whole log is $container:$log${kept_log:+, kept in $kept_log}" >&2
     exit "$code"
   fi
 }
