@@ -132,12 +132,21 @@ export_deepspeed_env
 # The command must not inherit the lock: a rank left behind would keep it held.
 setsid "$@" 9>&- >>"$log" 2>&1 </dev/null &
 run_pid=$!
-tail -n +1 -f --pid "$run_pid" "$log" 2>/dev/null &
+tail -n +1 -f -s 0.1 --pid "$run_pid" "$log" 2>/dev/null &
 tail_pid=$!
+
+# A second between looks at the run, cut short when the run ends (a finished run returns at once).
+pause_while_running() {
+  local _
+  for _ in 1 2 3 4 5 6 7 8 9 10; do
+    kill -0 "$run_pid" 2>/dev/null || return 0
+    sleep 0.1
+  done
+}
 
 reason="" last_size=-1 quiet_since=$SECONDS
 while kill -0 "$run_pid" 2>/dev/null; do
-  sleep 1
+  pause_while_running
   lost=$(lost_nodes)
   if [ -n "$lost" ]; then
     reason="lost contact with $lost (pdsh: ssh exited with exit code 255)"
