@@ -38,8 +38,10 @@ def resume_refusal(found: Sequence[RankFinding], where: str) -> str | None:
     apart = sorted({host for host, step, present in found if step != wanted or (step is not None and not present)})
     if not apart:
         return None
+    hosts = ", ".join(apart)
+    one = len(apart) == 1
     if wanted is None:
-        return (f"cannot start afresh: {', '.join(apart)} hold checkpoints in {where} that the first node lacks; "
-                "remove them or set training.resume: never")  # fmt: skip
-    return (f"cannot resume from the checkpoint of step {wanted}: {', '.join(apart)} lack their part of it in "
-            f"{where}; set training.resume: never to start over")  # fmt: skip
+        return (f"cannot start afresh: {hosts} {'holds' if one else 'hold'} checkpoints in {where} that the first node "
+                "lacks; remove them or set training.resume: never")  # fmt: skip
+    return (f"cannot resume from the checkpoint of step {wanted}: {hosts} {'lacks its' if one else 'lack their'} part "
+            f"of it in {where}; set training.resume: never to start over")  # fmt: skip

@@ -59,5 +59,5 @@ def test_a_node_without_its_part_or_with_another_newest_is_named(parts: ModuleTy
 def test_nodes_holding_checkpoints_the_first_lacks_are_named(parts: ModuleType) -> None:
     refusal = parts.resume_refusal([("server1", None, False), ("server2", 50, True)], "/opt/dslab/results/r1")
     assert refusal is not None and refusal.startswith(
-        "cannot start afresh: server2 hold checkpoints in /opt/dslab/results/r1"
+        "cannot start afresh: server2 holds checkpoints in /opt/dslab/results/r1"
     )

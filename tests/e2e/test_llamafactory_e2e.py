@@ -172,7 +172,7 @@ def test_a_run_cut_after_a_checkpoint_goes_on_from_it_with_the_next_plain_up(sta
     # than the manager's, so the run refuses before loading anything, naming it.
     on_host("server2", "rm", "-rf", f"{RESULTS}/{run}/checkpoint-{cut_at}")
     code, refused = stack.attempt("up", "--yes")
-    assert code != 0 and f"cannot resume from the checkpoint of step {cut_at}: server2 lack their part of it" in refused, refused[-3000:]
+    assert code != 0 and f"cannot resume from the checkpoint of step {cut_at}: server2 lacks its part of it" in refused, refused[-3000:]
     # Without that checkpoint on the manager too, both go on from the one before.
     on_host("server1", "rm", "-rf", f"{RESULTS}/{run}/checkpoint-{cut_at}")
     checkpoint = newest_checkpoint()
