@@ -3,6 +3,10 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 PY := .venv/bin/python
 HOSTS ?= 2
+# Which simulated lab the hosts-* targets act on (0: 10.0.18.0/24, the dev stack's).
+LAB ?= 0
+# How many simulated labs the end-to-end modules run on side by side.
+LANES ?= 2
 STACK ?= dev
 # Every pulumi call runs with the project's toolchain and local state backend.
 PULUMI := source toolchain/env.sh && pulumi
@@ -20,13 +24,14 @@ help:
 	@echo "make demo        start 2 simulated hosts and run 'pulumi up' on the dev stack"
 	@echo "make demo-down   'pulumi destroy' the dev stack and stop the simulator"
 	@echo "make demo-purge  then remove the simulator's images, ~/.cache/dslab and the engine it started"
-	@echo "make test        install everything and run the whole test suite (unit and e2e)"
-	@echo "make test-unit   the fast tests only (no engine needed)"
+	@echo "make test        install everything and run the whole test suite: the fast tier, then e2e"
+	@echo "make test-unit   the fast tier only (no engine needed, about a minute)"
+	@echo "make test-e2e    the end-to-end modules, side by side on LANES=$(LANES) simulated labs"
 	@echo "make test-faults the fault, drift and secrets scenarios on the simulator (docs/reliability.md)"
 	@echo "make bench       measure lifecycle and network on the simulator (bench/results.json; BENCH_ARGS=--help)"
 	@echo "make upgrade     take over a stack an older version made (STACK=$(STACK)), before its first up"
 	@echo "make toolchain   build or reuse the Pulumi CLI, language host and plugins"
-	@echo "make hosts-up    start the simulated hosts (HOSTS=$(HOSTS)); hosts-down, hosts-status"
+	@echo "make hosts-up    start the simulated hosts (HOSTS=$(HOSTS), LAB=$(LAB)); hosts-down, hosts-status"
 
 venv: .venv/.installed
 
@@ -46,13 +51,13 @@ toolchain: venv
 	bash toolchain/install.sh
 
 hosts-up: venv
-	$(PY) -m simhosts up --hosts $(HOSTS)
+	$(PY) -m simhosts --lab $(LAB) up --hosts $(HOSTS)
 
 hosts-down: venv
-	$(PY) -m simhosts down
+	$(PY) -m simhosts --lab $(LAB) down
 
 hosts-status: venv
-	$(PY) -m simhosts status
+	$(PY) -m simhosts --lab $(LAB) status
 
 demo: toolchain hosts-up
 	$(PY) -m components.validate Pulumi.$(STACK).yaml
@@ -80,11 +85,17 @@ check: venv
 	$(PY) -m ruff check .
 	$(PY) -m mypy
 
-test-unit: venv
+# The fast tier: everything that needs no engine. `make test` stops here when it fails.
+test-unit: venv dev-tools
 	$(PY) -m pytest -m "not e2e"
 
-test: venv dev-tools engine toolchain
-	$(PY) -m pytest
+# The end-to-end modules, whole, longest first, on LANES labs side by side (harness/lanes.py);
+# each module's duration is printed at the end.
+test-e2e: venv dev-tools engine toolchain
+	$(PY) -m harness.lanes --lanes $(LANES)
+
+test: test-unit
+	@$(MAKE) --no-print-directory test-e2e
 
 test-faults: venv engine toolchain
 	$(PY) -m pytest -m faults

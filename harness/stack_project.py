@@ -11,22 +11,39 @@ from typing import Any
 import yaml
 
 from harness.pulumi_cli import REPO, PulumiCli
+from simhosts.plan import SimLab, lab_from_env
 
-LINKED = ("components", "assets", ".venv", ".simhosts")
-"""Code, scripts, venv and the simulated hosts' operator files are linked into the copy, not copied."""
+LINKED = ("components", "assets", ".venv")
+"""Code, scripts and venv are linked into the copy, not copied."""
+OPERATOR_FILES = ".simhosts"
+"""Where the stack files find the lab's operator key and known_hosts (a link to the lab's folder)."""
 
 
-def project_copy(work: Path, stacks: tuple[str, ...] = ("dev",)) -> Path:
-    """The project's files; each stack's config starts as a copy of Pulumi.dev.yaml."""
+def project_copy(work: Path, stacks: tuple[str, ...] = ("dev",), lab: SimLab | None = None) -> Path:
+    """The project's files; each stack's config is Pulumi.dev.yaml rendered for ``lab`` (by default
+    the one ``DSLAB_LAB`` names): its hosts' addresses and operator files are that lab's."""
+    lab = lab_from_env() if lab is None else lab
     project = work / "project"
     project.mkdir()
     for name in ("Pulumi.yaml", "__main__.py"):
         shutil.copy(REPO / name, project / name)
     for stack in stacks:
-        shutil.copy(REPO / "Pulumi.dev.yaml", project / f"Pulumi.{stack}.yaml")
+        (project / f"Pulumi.{stack}.yaml").write_text(dev_stack_for(lab), encoding="utf-8")
     for name in LINKED:
         (project / name).symlink_to(REPO / name)
+    (project / OPERATOR_FILES).symlink_to(lab.state_dir(REPO))
     return project
+
+
+def dev_stack_for(lab: SimLab) -> str:
+    """Pulumi.dev.yaml with each host's address on ``lab`` (lab 0: the file as it is)."""
+    text = (REPO / "Pulumi.dev.yaml").read_text(encoding="utf-8")
+    if lab.id == 0:
+        return text
+    document = yaml.safe_load(text)
+    for host in document["config"]["dslab:hosts"]:
+        host["address"] = lab.address(host["name"])
+    return yaml.safe_dump(document, sort_keys=False)
 
 
 class Stack:

@@ -1,4 +1,4 @@
-"""``python -m simhosts up [--hosts N] | down | status | fault KIND HOST``."""
+"""``python -m simhosts [--lab ID] up [--hosts N] | down | status | fault KIND HOST``."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import time
 from collections.abc import Callable, Sequence
 
 from simhosts import faults, lifecycle
-from simhosts.plan import MAX_HOSTS
+from simhosts.plan import LAB_ENV, MAX_HOSTS, MAX_LABS, SimLab, lab_from_env
 from simhosts.proc import CommandError
 
-FAULTS: dict[str, Callable[[str], None]] = {
+FAULTS: dict[str, Callable[[SimLab, str], None]] = {
     "engine-stop": faults.stop_engine,
     "engine-start": faults.start_engine,
     "engine-hang": faults.hang_engine,
@@ -30,6 +30,10 @@ def _log(message: str) -> None:
 def build_parser() -> argparse.ArgumentParser:
     """The command line of the simulator."""
     parser = argparse.ArgumentParser(prog="python -m simhosts", description="The host simulator: simulated servers on this machine.")
+    parser.add_argument(
+        "--lab", type=int, default=None,
+        help=f"which lab, 0..{MAX_LABS - 1} (default ${LAB_ENV}, else 0): labs run side by side, each with its own subnet, names and files",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     up = commands.add_parser("up", help="start the simulator (idempotent)")
     up.add_argument("--hosts", type=int, default=2, help=f"number of hosts, 1..{MAX_HOSTS} (default 2)")
@@ -46,15 +50,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     started = time.monotonic()
     try:
+        lab = lab_from_env() if args.lab is None else SimLab(args.lab)
         if args.command == "up":
-            lifecycle.up(args.hosts, _log)
+            lifecycle.up(lab, args.hosts, _log)
             _log(f"done in {time.monotonic() - started:.1f} s")
         elif args.command == "down":
-            lifecycle.down(_log)
+            lifecycle.down(lab, _log)
         elif args.command == "status":
-            _print_status()
+            _print_status(lab)
         else:
-            FAULTS[args.kind](args.host)
+            FAULTS[args.kind](lab, args.host)
             _log(f"{args.kind} {args.host}: done")
     except (CommandError, ValueError, RuntimeError, TimeoutError) as error:
         _log(f"error: {error}")
@@ -62,8 +67,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _print_status() -> None:
-    report = lifecycle.status()
+def _print_status(lab: SimLab) -> None:
+    report = lifecycle.status(lab)
     if not report:
         print("no simulated hosts")
         return

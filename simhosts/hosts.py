@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from simhosts.images import BASE_IMAGE, HASH_LABEL, HOST_IMAGE
-from simhosts.plan import HOST_LABEL, LABEL, NETWORK_NAME, HostSpec
+from simhosts.plan import HOST_LABEL, LABEL, HostSpec, SimLab
 from simhosts.proc import docker, feed_file, run
 
 # What a nested dockerd needs, measured on this machine (see shared/ENVIRONMENT.md):
@@ -25,8 +25,10 @@ _HOST_PRIVILEGES = [
     "--volume", "/sys/fs/cgroup:/sys/fs/cgroup:rw",
 ]
 SPEC_LABEL = "dslab.host-spec"
-HOST_SPEC = hashlib.sha256(json.dumps(_HOST_PRIVILEGES).encode()).hexdigest()[:16]
-"""Changes with the privileges: a host container made with others is made again."""
+_HOST_ENV = ("DSLAB_HOST_NAME", "DSLAB_CGROUP_PARENT", "DSLAB_NAMESERVERS")
+HOST_SPEC = hashlib.sha256(json.dumps([_HOST_PRIVILEGES, _HOST_ENV]).encode()).hexdigest()[:16]
+"""Changes with the privileges and the settings a host gets: a host container made with others
+is made again."""
 HOST_KEY_TYPES = ("ed25519", "ecdsa", "rsa")
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 
@@ -37,7 +39,7 @@ def state(host: HostSpec) -> str | None:
     return out or None
 
 
-def ensure_host(host: HostSpec, nameservers: list[str]) -> None:
+def ensure_host(lab: SimLab, host: HostSpec, nameservers: list[str]) -> None:
     """Create and start the host container, or start it when it exists but is stopped; one
     made with other privileges (an older lab) is made again."""
     current = state(host)
@@ -50,18 +52,22 @@ def ensure_host(host: HostSpec, nameservers: list[str]) -> None:
     if current is not None:
         docker("start", host.container)
         return
-    docker("volume", "create", "--label", f"{LABEL}=1", "--label", f"{HOST_LABEL}={host.name}", host.volume)
+    labels = ["--label", f"{LABEL}={lab.label_value}", "--label", f"{HOST_LABEL}={host.name}"]
+    docker("volume", "create", *labels, host.volume)
     docker(
         "run", "--detach",
         "--name", host.container,
         "--hostname", host.name,
-        "--network", NETWORK_NAME, "--ip", host.address,
-        "--label", f"{LABEL}=1", "--label", f"{HOST_LABEL}={host.name}", "--label", f"{SPEC_LABEL}={HOST_SPEC}",
+        "--network", lab.network_name, "--ip", host.address,
+        *labels, "--label", f"{SPEC_LABEL}={HOST_SPEC}",
         # docker-init as PID 1 reaps the orphans a server's daemons leave behind.
         "--init",
         *_HOST_PRIVILEGES,
         "--volume", f"{host.volume}:/var/lib/docker",
         "--env", f"DSLAB_HOST_NAME={host.name}",
+        # Cgroups are shared with the machine (--cgroupns host): the host's engine puts its
+        # containers under a parent named like the host container, unique across labs.
+        "--env", f"DSLAB_CGROUP_PARENT=/{host.container}",
         "--env", f"DSLAB_NAMESERVERS={' '.join(nameservers)}",
         HOST_IMAGE,
     )
@@ -122,15 +128,15 @@ def ensure_base_image_inside(host: HostSpec, base_hash: str, tarball: Path) -> b
     return True
 
 
-def lab_containers() -> list[str]:
-    """Names of every host container of the simulator, running or not."""
-    out = docker("ps", "--all", "--filter", f"label={LABEL}", "--format", "{{.Names}}")
+def lab_containers(lab: SimLab) -> list[str]:
+    """Names of every host container of ``lab``, running or not."""
+    out = docker("ps", "--all", "--filter", f"label={LABEL}={lab.label_value}", "--format", "{{.Names}}")
     return sorted(out.split())
 
 
-def lab_volumes() -> list[str]:
-    """Names of every volume of the simulator."""
-    out = docker("volume", "ls", "--quiet", "--filter", f"label={LABEL}")
+def lab_volumes(lab: SimLab) -> list[str]:
+    """Names of every volume of ``lab``."""
+    out = docker("volume", "ls", "--quiet", "--filter", f"label={LABEL}={lab.label_value}")
     return sorted(out.split())
 
 

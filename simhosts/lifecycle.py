@@ -2,33 +2,39 @@
 
 from __future__ import annotations
 
+import fcntl
 import ipaddress
 import json
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from simhosts import faults, hosts, images, network, operator_files, paths
-from simhosts.plan import HOST_LABEL, HostSpec, host_by_name, plan_hosts
+from simhosts.plan import HOST_LABEL, HostSpec, SimLab
 from simhosts.proc import Log, docker, ok, run
 
 
-def up(count: int, log: Log) -> list[HostSpec]:
-    """Bring up a lab of ``count`` hosts; harmless when it is already up. Returns the hosts."""
-    wanted = plan_hosts(count)
-    log("machine engine")
-    run(["bash", str(paths.ENGINE_SCRIPT)], timeout=600)
-    base_hash = images.ensure_base_image(log)
-    images.ensure_host_image(base_hash, log)
-    network.ensure_network()
-    state = operator_files.ensure_state_dir()
+def up(lab: SimLab, count: int, log: Log) -> list[HostSpec]:
+    """Bring up ``lab`` with ``count`` hosts; harmless when it is already up. Returns the hosts."""
+    wanted = lab.hosts(count)
+    with machine_lock():
+        # Labs coming up side by side share the machine's engine and the simulator's images:
+        # one of them starts or builds those, the others wait and find them there.
+        log("machine engine")
+        run(["bash", str(paths.ENGINE_SCRIPT)], timeout=600)
+        base_hash = images.ensure_base_image(log)
+        images.ensure_host_image(base_hash, log)
+        base_tarball = images.base_image_tarball(base_hash)
+    network.ensure_network(lab)
+    state = operator_files.ensure_state_dir(lab)
     public_key = operator_files.ensure_operator_key(state)
 
-    _remove_extra_hosts(wanted, log)
+    _remove_extra_hosts(lab, wanted, log)
     nameservers = machine_nameservers()
     for host in wanted:
-        hosts.ensure_host(host, nameservers)
-    base_tarball = images.base_image_tarball(base_hash)
+        hosts.ensure_host(lab, host, nameservers)
 
     def prepare(host: HostSpec) -> None:
         # `up` also repairs: a host left with a stopped engine or a cut network works again.
@@ -44,25 +50,39 @@ def up(count: int, log: Log) -> list[HostSpec]:
     keys = {host.address: hosts.host_keys(host) for host in wanted}
     operator_files.write_operator_files(state, wanted, keys)
     for host in wanted:
-        if not ssh_ok(host):
+        if not ssh_ok(lab, host):
             raise RuntimeError(f"ssh to {host.name} ({host.address}) failed with the simulator's key and known_hosts")
-    log(f"simhosts up: {', '.join(f'{h.name}={h.address}' for h in wanted)}; stack config in .simhosts/stack-config.yaml")
+    where = state.relative_to(paths.REPO_ROOT) / operator_files.STACK_CONFIG
+    log(f"simhosts up (lab {lab.id}): {', '.join(f'{h.name}={h.address}' for h in wanted)}; stack config in {where}")
     return wanted
 
 
-def down(log: Log) -> None:
-    """Remove everything the simulator made: host containers, their cgroups, volumes, bridge, ``.simhosts/``."""
+@contextmanager
+def machine_lock() -> Iterator[None]:
+    """Held while the machine-wide parts (engine, images, their cache) are checked or made."""
+    lock = paths.cache_dir() / ".machine.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def down(lab: SimLab, log: Log) -> None:
+    """Remove everything ``lab`` made: host containers, their cgroups, volumes, bridge, operator files."""
     if ok(["docker", "info"], timeout=30):
-        containers = hosts.lab_containers()
+        containers = hosts.lab_containers(lab)
         with ThreadPoolExecutor(max_workers=max(1, len(containers))) as pool:
             list(pool.map(hosts.remove_container, containers))
-        for volume in hosts.lab_volumes():
+        for volume in hosts.lab_volumes(lab):
             docker("volume", "rm", "--force", volume)
-        network.remove_network()
+        network.remove_network(lab)
     else:
         log("machine engine not running: nothing to remove there")
-    operator_files.remove_state_dir()
-    log("simhosts down")
+    operator_files.remove_state_dir(lab)
+    log(f"simhosts down (lab {lab.id})")
 
 
 @dataclass(frozen=True)
@@ -78,33 +98,33 @@ class HostStatus:
     swarm: str
 
 
-def status() -> list[HostStatus]:
-    """Report every host container of the simulator, whatever state it is in."""
+def status(lab: SimLab) -> list[HostStatus]:
+    """Report every host container of ``lab``, whatever state it is in."""
     if not ok(["docker", "info"], timeout=30):
         return []
     report = []
-    for container in hosts.lab_containers():
+    for container in hosts.lab_containers(lab):
         name = docker("container", "inspect", "--format", f'{{{{ index .Config.Labels "{HOST_LABEL}" }}}}', container)
-        host = host_by_name(name)
+        host = lab.host(name)
         running = hosts.state(host) == "running"
-        engine = running and faults.engine_running(name)
+        engine = running and faults.engine_running(lab, name)
         report.append(
             HostStatus(
                 name=name,
                 address=host.address,
                 container=hosts.state(host) or "absent",
                 engine=engine,
-                sshd=running and ssh_ok(host),
-                network=("cut" if faults.network_cut(name) else "connected") if running else "-",
+                sshd=running and ssh_ok(lab, host),
+                network=("cut" if faults.network_cut(lab, name) else "connected") if running else "-",
                 swarm=_swarm_state(host) if engine else "-",
             )
         )
     return report
 
 
-def ssh_ok(host: HostSpec) -> bool:
+def ssh_ok(lab: SimLab, host: HostSpec) -> bool:
     """Return whether the operator reaches ``host`` over ssh with strict host key checking."""
-    config = paths.state_dir() / operator_files.SSH_CONFIG
+    config = paths.state_dir(lab) / operator_files.SSH_CONFIG
     if not config.exists():
         return False
     return ok(["ssh", "-F", str(config), "-o", "ConnectTimeout=5", host.name, "true"], timeout=20)
@@ -139,10 +159,10 @@ def _swarm_state(host: HostSpec) -> str:
     return str(node_state)
 
 
-def _remove_extra_hosts(wanted: list[HostSpec], log: Log) -> None:
+def _remove_extra_hosts(lab: SimLab, wanted: list[HostSpec], log: Log) -> None:
     """A smaller ``--hosts`` than last time removes the hosts beyond it."""
     keep = {host.container for host in wanted}
-    for container in hosts.lab_containers():
+    for container in hosts.lab_containers(lab):
         if container not in keep:
             log(f"remove {container} (beyond --hosts {len(wanted)})")
             hosts.remove_container(container)

@@ -1,45 +1,49 @@
-"""The simulator's L2 segment: a user-defined bridge on the machine's engine, with outbound NAT."""
+"""A lab's L2 segment: a user-defined bridge on the machine's engine, with outbound NAT."""
 
 from __future__ import annotations
 
 import json
 
-from simhosts.plan import BRIDGE_INTERFACE, GATEWAY, LABEL, NETWORK_NAME, SUBNET
+from simhosts.plan import LABEL, SimLab
 from simhosts.proc import docker
 
 
 class NetworkConflict(RuntimeError):
-    """A network of the simulator's name exists with other settings."""
+    """A network of the lab's name exists with other settings."""
 
 
-def ensure_network() -> None:
-    """Create the bridge ``dslab-lab`` (10.0.18.0/24, gateway .254) unless it exists as wanted."""
-    existing = docker("network", "ls", "--quiet", "--filter", f"name=^{NETWORK_NAME}$")
-    if existing:
-        _check_existing()
+def ensure_network(lab: SimLab) -> None:
+    """Create the lab's bridge (lab 0: ``dslab-lab``, 10.0.18.0/24, gateway .254) unless it exists as wanted."""
+    if _exists(lab):
+        _check_existing(lab)
         return
     docker(
         "network", "create", "--driver", "bridge",
-        "--subnet", str(SUBNET), "--gateway", str(GATEWAY),
+        "--subnet", str(lab.subnet), "--gateway", str(lab.gateway),
         # A fixed interface name makes the bridge easy to find (and to check it is gone).
-        "--opt", f"com.docker.network.bridge.name={BRIDGE_INTERFACE}",
-        "--label", f"{LABEL}=1",
-        NETWORK_NAME,
+        "--opt", f"com.docker.network.bridge.name={lab.bridge_interface}",
+        "--label", f"{LABEL}={lab.label_value}",
+        lab.network_name,
     )
 
 
-def remove_network() -> None:
-    """Remove the bridge; docker removes its NAT and isolation rules with it."""
-    if docker("network", "ls", "--quiet", "--filter", f"name=^{NETWORK_NAME}$"):
-        docker("network", "rm", NETWORK_NAME)
+def remove_network(lab: SimLab) -> None:
+    """Remove the lab's bridge; docker removes its NAT and isolation rules with it."""
+    if _exists(lab):
+        docker("network", "rm", lab.network_name)
 
 
-def _check_existing() -> None:
-    info = json.loads(docker("network", "inspect", NETWORK_NAME))[0]
+def _exists(lab: SimLab) -> bool:
+    return bool(docker("network", "ls", "--quiet", "--filter", f"name=^{lab.network_name}$"))
+
+
+def _check_existing(lab: SimLab) -> None:
+    info = json.loads(docker("network", "inspect", lab.network_name))[0]
     configs = info.get("IPAM", {}).get("Config") or [{}]
     subnet, gateway = configs[0].get("Subnet"), configs[0].get("Gateway")
-    if subnet != str(SUBNET) or gateway != str(GATEWAY):
+    if subnet != str(lab.subnet) or gateway != str(lab.gateway):
         raise NetworkConflict(
-            f"network {NETWORK_NAME} exists with subnet {subnet} gateway {gateway}, expected "
-            f"{SUBNET} gateway {GATEWAY}; run `python -m simhosts down` (or `docker network rm {NETWORK_NAME}`)"
+            f"network {lab.network_name} exists with subnet {subnet} gateway {gateway}, expected "
+            f"{lab.subnet} gateway {lab.gateway}; run `python -m simhosts --lab {lab.id} down` "
+            f"(or `docker network rm {lab.network_name}`)"
         )

@@ -1,4 +1,4 @@
-"""The operator's side of the simulator, in ``.simhosts/``: key pair, known_hosts, ssh config, stack config.
+"""The operator's side of a simulated lab, in ``.simhosts/`` (lab N: ``.simhosts-N/``): key pair, known_hosts, ssh config, stack config.
 
 Rendering is pure (tested directly); writing is separate.
 """
@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 
 from simhosts import paths
-from simhosts.plan import HostSpec
+from simhosts.plan import HostSpec, SimLab
 from simhosts.proc import run
 
 KEY_NAME = "operator_ed25519"
@@ -49,7 +49,7 @@ def render_ssh_config(hosts: Sequence[HostSpec], state: Path) -> str:
     return "\n".join(blocks)
 
 
-def render_stack_config(hosts: Sequence[HostSpec]) -> str:
+def render_stack_config(hosts: Sequence[HostSpec], state_folder: str = ".simhosts") -> str:
     """The Pulumi stack config of the simulator (namespace ``dslab``), to paste under ``config:``."""
     document = {
         "dslab:hosts": [
@@ -65,16 +65,16 @@ def render_stack_config(hosts: Sequence[HostSpec]) -> str:
         ],
         "dslab:operator": {
             # Relative to the repo root, which is the Pulumi project directory.
-            "private_key_path": f".simhosts/{KEY_NAME}",
-            "known_hosts_path": f".simhosts/{KNOWN_HOSTS}",
+            "private_key_path": f"{state_folder}/{KEY_NAME}",
+            "known_hosts_path": f"{state_folder}/{KNOWN_HOSTS}",
         },
     }
     return yaml.safe_dump(document, sort_keys=False, default_flow_style=False)
 
 
-def ensure_state_dir() -> Path:
-    """Create ``.simhosts/`` (0700) and return it."""
-    state = paths.state_dir()
+def ensure_state_dir(lab: SimLab) -> Path:
+    """Create the lab's operator folder (``.simhosts/``, 0700) and return it."""
+    state = paths.state_dir(lab)
     state.mkdir(mode=0o700, exist_ok=True)
     state.chmod(0o700)
     return state
@@ -94,16 +94,16 @@ def write_operator_files(state: Path, hosts: Sequence[HostSpec], keys_by_address
     """Write known_hosts, ssh_config, the docker CLI's ssh wrapper and stack-config.yaml."""
     _write(state / KNOWN_HOSTS, render_known_hosts(keys_by_address))
     _write(state / SSH_CONFIG, render_ssh_config(hosts, state))
-    _write(state / STACK_CONFIG, render_stack_config(hosts))
+    _write(state / STACK_CONFIG, render_stack_config(hosts, state.name))
     wrapper = state / SSH_WRAPPER
     wrapper.parent.mkdir(mode=0o700, exist_ok=True)
     shutil.copyfile(paths.ASSETS / "operator-ssh.sh", wrapper)
     wrapper.chmod(0o700)
 
 
-def remove_state_dir() -> None:
-    """Remove ``.simhosts/`` and everything in it."""
-    shutil.rmtree(paths.state_dir(), ignore_errors=True)
+def remove_state_dir(lab: SimLab) -> None:
+    """Remove the lab's operator folder and everything in it."""
+    shutil.rmtree(paths.state_dir(lab), ignore_errors=True)
 
 
 def _write(path: Path, text: str) -> None:

@@ -5,15 +5,17 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from simhosts.plan import SimLab
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 ASSETS = Path(__file__).resolve().parent / "assets"
 HOST_IMAGE_CONTEXT = ASSETS / "host-image"
 ENGINE_SCRIPT = Path(__file__).resolve().parent / "engine.sh"
 
 
-def state_dir() -> Path:
-    """Operator-side files (keys, known_hosts, stack config): ``.simhosts/`` in the repo, git-ignored."""
-    return REPO_ROOT / ".simhosts"
+def state_dir(lab: SimLab) -> Path:
+    """Operator-side files of ``lab`` (keys, known_hosts, stack config), in the repo, git-ignored."""
+    return lab.state_dir(REPO_ROOT)
 
 
 def cache_dir() -> Path:

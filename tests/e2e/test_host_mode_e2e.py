@@ -12,13 +12,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.sim_hosts import hosts_up, inspect, keep_build_cache, on_host
+from tests.support.sim_hosts import address, hosts_up, inspect, keep_build_cache, on_host
 from harness.pulumi_cli import PulumiCli, ensure_toolchain
 from harness.stack_project import Stack, project_copy
 
 pytestmark = [pytest.mark.e2e, pytest.mark.program]
 
-HOSTS = {"server1": "10.0.18.1", "server2": "10.0.18.2"}
+HOSTS = {name: address(name) for name in ("server1", "server2")}
 STACK = "hostmode"
 RESULTS = f"/var/lib/dslab/{STACK}/runs"
 
@@ -45,7 +45,7 @@ def test_up_trains_across_both_hosts_networks_without_a_swarm(stack: Stack) -> N
     outputs = stack.outputs()
 
     assert outputs["container_ips"] == HOSTS, "each container has its host's address"
-    assert outputs["hostfile"] == "10.0.18.1 slots=1\n10.0.18.2 slots=1\n"
+    assert outputs["hostfile"] == f"{HOSTS['server1']} slots=1\n{HOSTS['server2']} slots=1\n"
     for host in HOSTS:
         swarm = on_host(host, "docker", "info", "--format", "{{.Swarm.LocalNodeState}}").strip()
         assert swarm == "inactive", f"{host} needs no swarm"

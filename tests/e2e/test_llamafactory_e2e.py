@@ -18,6 +18,7 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
+from tests.support.pulumi_output import change_counts
 from tests.support.sim_hosts import SSH_CONFIG, host_fault, hosts_up, keep_build_cache, on_host
 from harness.pulumi_cli import PulumiCli, ensure_toolchain
 from harness.stack_project import Stack, project_copy
@@ -128,7 +129,10 @@ def test_a_second_up_changes_nothing_and_a_lost_copy_of_the_curve_comes_back(sta
     plot.unlink()
     output = stack.pulumi("up", "--yes")
     assert plot.read_bytes().startswith(b"\x89PNG"), "written again from the stack"
-    assert "1 updated" in output, "only the local copy changed; training did not run again"
+    changes = change_counts(output)
+    assert {what: n for what, n in changes.items() if what != "unchanged"} == {"updated": 1}, (
+        f"only the local copy changed; training did not run again: {changes}"
+    )
 
 
 RESULTS = f"/var/lib/dslab/{STACK}/runs"

@@ -18,8 +18,8 @@ import pytest
 import yaml
 
 from tests.support.pulumi_output import command_lines, diagnostics_of
-from tests.support.sim_hosts import host_fault, hosts_up, inspect, keep_build_cache, on_host, wait_for_sshd
-from harness.pulumi_cli import REPO, PulumiCli, ensure_toolchain
+from tests.support.sim_hosts import STATE_DIR, address, host_fault, hosts_up, inspect, keep_build_cache, on_host, wait_for_sshd
+from harness.pulumi_cli import PulumiCli, ensure_toolchain
 from harness.stack_project import Stack, project_copy
 
 pytestmark = [pytest.mark.e2e, pytest.mark.program]
@@ -49,8 +49,13 @@ def losses(log: str) -> list[float]:
     return [float(value) for value in re.findall(r"dslab: step=\d+ loss=([0-9.eE+-]+)", log)]
 
 
-LOGS: dict[str, str] = {}
-"""What `pulumi up` printed, for the secrets check."""
+@pytest.fixture(scope="module")
+def first_up(stack: Stack) -> str:
+    """What the module's first `up` (from nothing) printed; a test run alone (-k) makes it."""
+    output = stack.pulumi("up", "--yes")
+    keep_build_cache()
+    return output
+
 
 RUNS: list[str] = []
 """The runs' directories on the hosts, in the order they ran: each later test's run must leave
@@ -74,9 +79,7 @@ def run_directory(stack: Stack) -> str:
     return directory
 
 
-def test_up_from_nothing_builds_the_cluster_and_trains_across_both_containers(stack: Stack) -> None:
-    LOGS["up"] = stack.pulumi("up", "--yes")
-    keep_build_cache()
+def test_up_from_nothing_builds_the_cluster_and_trains_across_both_containers(stack: Stack, first_up: str) -> None:
     outputs = stack.outputs()
 
     nodes = on_host("server1", "docker", "node", "ls", "--format", "{{.Hostname}} {{.Status}}").split("\n")
@@ -110,9 +113,9 @@ def test_up_from_nothing_builds_the_cluster_and_trains_across_both_containers(st
     assert str(outputs["training_summary"]).startswith(f"run {name}: server1: dslab: finished steps=20")
 
 
-def test_a_successful_up_reads_as_the_steps_that_took_time_and_the_training_run() -> None:
-    diagnostics = diagnostics_of(LOGS["up"])
-    said = command_lines(LOGS["up"])
+def test_a_successful_up_reads_as_the_steps_that_took_time_and_the_training_run(first_up: str) -> None:
+    diagnostics = diagnostics_of(first_up)
+    said = command_lines(first_up)
     run = said.get("lab-training-run", [])
     assert len(run) >= 2 and run[0].startswith(f"this run's results: /var/lib/dslab/{STACK}/runs/"), f"where: {run}"
     assert run[1].startswith("launching in llm: deepspeed"), f"the run says what it starts: {run}"
@@ -160,12 +163,12 @@ def test_a_refresh_finds_the_hosts_as_the_stack_says(stack: Stack) -> None:
     stack.pulumi("refresh", "--yes", "--expect-no-changes")
 
 
-def test_the_join_token_and_private_keys_appear_nowhere_in_plaintext(stack: Stack) -> None:
+def test_the_join_token_and_private_keys_appear_nowhere_in_plaintext(stack: Stack, first_up: str) -> None:
     token = on_host("server1", "docker", "swarm", "join-token", "--quiet", "worker").strip()
-    operator_key = (REPO / ".simhosts" / "operator_ed25519").read_text().strip().splitlines()[1]
+    operator_key = (STATE_DIR / "operator_ed25519").read_text().strip().splitlines()[1]
     state = stack.cli.run("stack", "export", "--stack", STACK).stdout
     outputs = json.dumps(stack.outputs())
-    for where, text in {"the state": state, "the outputs": outputs, "the up log": LOGS["up"]}.items():
+    for where, text in {"the state": state, "the outputs": outputs, "the up log": first_up}.items():
         assert token not in text, f"the join token is not in {where}"
         assert operator_key not in text, f"the operator's private key is not in {where}"
         assert "PRIVATE KEY" not in text, f"no private key of any container is in {where}"
@@ -241,7 +244,7 @@ def set_hosts(stack: Stack, hosts: list[str]) -> None:
     stack.merge_config(
         {
             "hosts": [
-                {"name": host, "address": f"10.0.18.{host[-1]}", "role": "manager" if host == "server1" else "worker",
+                {"name": host, "address": address(host), "role": "manager" if host == "server1" else "worker",
                  "ssh_user": "root", "gpus": "none"}
                 for host in hosts
             ],

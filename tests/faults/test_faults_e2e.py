@@ -18,7 +18,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.support.pulumi_output import diagnostics_of
-from tests.support.sim_hosts import host_fault, hosts_up, inspect, keep_build_cache, on_host, wait_for_sshd
+from tests.support.sim_hosts import LAB, STATE_DIR, address, host_fault, hosts_up, inspect, keep_build_cache, on_host, wait_for_sshd
 from harness.pulumi_cli import REPO, PulumiCli, ensure_toolchain
 from harness.stack_project import Stack, project_copy
 from tests.support.wire import Capture, host_link
@@ -108,7 +108,8 @@ def test_a_worker_host_down_during_up_fails_naming_it_and_the_next_up_converges(
     failed_after = timed("worker host down during up", "failed after", started)
 
     assert code != 0, "up must fail while a host is down"
-    assert re.search(r"server2: .*cannot reach server2 \(10\.0\.18\.2:22\) over SSH", output), output[-3000:]
+    reach = rf"server2: .*cannot reach server2 \({re.escape(address('server2'))}:22\) over SSH"
+    assert re.search(reach, output), output[-3000:]
     assert failed_after < 120, f"the failure came within a bounded time, not after {failed_after} s"
     assert "Traceback" not in output and "KeyboardInterrupt" not in output, output[-3000:]
     diagnostics = diagnostics_of(output)
@@ -127,7 +128,7 @@ def test_a_worker_host_down_during_up_fails_naming_it_and_the_next_up_converges(
 
 
 def test_key_files_are_private_sshd_takes_keys_only_and_publishes_no_port(stack: Stack) -> None:
-    operator_key = REPO / ".simhosts" / "operator_ed25519"
+    operator_key = STATE_DIR / "operator_ed25519"
     assert operator_key.stat().st_mode & 0o777 == 0o600, "the operator's key file is 0600"
     for host in HOSTS:
         modes = in_container(
@@ -151,7 +152,7 @@ def test_key_files_are_private_sshd_takes_keys_only_and_publishes_no_port(stack:
 
     # A client without the key is turned away, and sshd offers it nothing but keys.
     denied = subprocess.run(
-        ["ssh", "-F", str(REPO / ".simhosts" / "ssh_config"), "server1", "docker", "exec", CONTAINER, "ssh",
+        ["ssh", "-F", str(STATE_DIR / "ssh_config"), "server1", "docker", "exec", CONTAINER, "ssh",
          "-o", "IdentityFile=/dev/null", "-o", "IdentitiesOnly=yes", "server2", "true"],
         capture_output=True, text=True, check=False, timeout=60,
     )  # fmt: skip
@@ -162,7 +163,7 @@ def test_no_join_token_or_private_key_appears_in_state_outputs_or_logs(stack: St
     secrets = {
         "the worker join token": on_host("server1", "docker", "swarm", "join-token", "--quiet", "worker").strip(),
         "the manager join token": on_host("server1", "docker", "swarm", "join-token", "--quiet", "manager").strip(),
-        "the operator's key": (REPO / ".simhosts" / "operator_ed25519").read_text().splitlines()[1],
+        "the operator's key": (STATE_DIR / "operator_ed25519").read_text().splitlines()[1],
     }
     for host in HOSTS:
         secrets[f"{host}'s container key"] = in_container(host, "sed", "-n", "2p", "/root/.ssh/id_ed25519").strip()
@@ -335,7 +336,7 @@ def test_a_second_stack_on_the_same_hosts_is_refused_naming_the_first(stack: Sta
 def ipsec_works_on(host: str) -> bool:
     probe = (REPO / "assets" / "host" / "ipsec-check.sh").read_text()
     return subprocess.run(
-        ["ssh", "-F", str(REPO / ".simhosts" / "ssh_config"), host, "bash", "-s", "--", host],
+        ["ssh", "-F", str(STATE_DIR / "ssh_config"), host, "bash", "-s", "--", host],
         input=probe, capture_output=True, text=True, check=False, timeout=60,
     ).returncode == 0  # fmt: skip
 
@@ -362,7 +363,7 @@ def overlay_traffic_on_the_wire(marker: str) -> Capture:
     the overlay to server2's container."""
     address = in_container("server1", "getent", "hosts", "server2").split()[0]
     send = "import socket, sys\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\nfor _ in range(50): s.sendto(sys.argv[1].encode(), (sys.argv[2], 9))"
-    with Capture(host_link("dslab-server1"), marker.encode()) as capture:
+    with Capture(host_link(LAB.host("server1").container), marker.encode()) as capture:
         in_container("server1", "python3", "-c", send, marker, address)
         time.sleep(1)
     return capture
@@ -591,9 +592,9 @@ def test_a_host_that_drops_every_packet_fails_preview_up_and_destroy_within_a_bo
     # ssh's ConnectTimeout (10 s) ends each new connection: the refresh's in pulumi-docker's words,
     # naming the host's address; the probe's naming the host.
     output = commands_fail_within(
-        "host dropping every packet", stack, "network-cut", "network-restore", 60, ("10.0.18.2", "timed out")
+        "host dropping every packet", stack, "network-cut", "network-restore", 60, (address("server2"), "timed out")
     )
-    assert "server2 (10.0.18.2:22)" in output, output[-3000:]
+    assert f"server2 ({address('server2')}:22)" in output, output[-3000:]
 
 
 def test_destroy_with_a_host_unreachable_fails_clearly_then_finishes_and_leaves_nothing(stack: Stack) -> None:
@@ -605,7 +606,7 @@ def test_destroy_with_a_host_unreachable_fails_clearly_then_finishes_and_leaves_
         assert code != 0
         # `destroy` runs no program, so no probe: the refresh's reads say it, in the engine's words,
         # naming the host's engine, each of its resources, and why.
-        assert "ssh://root@10.0.18.2:22 is reachable" in output and "Connection timed out" in output, output[-3000:]
+        assert f"ssh://root@{address('server2')}:22 is reachable" in output and "Connection timed out" in output, output[-3000:]
         assert "lab-claim-server2" in output and "server2-llm" in output, output[-3000:]
         assert failed_after < 180, f"destroy failed within a bounded time, not after {failed_after} s"
     finally:

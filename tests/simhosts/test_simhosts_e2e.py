@@ -1,6 +1,7 @@
 """The simulated hosts, for real: hosts, ssh, engines, swarm, overlay, faults, and a clean `down`.
 
-Tests run in file order against 2 simulated hosts; the last one takes it down.
+Tests run in file order against 2 simulated hosts of a lab of their own (conftest.LAB); the last
+one takes it down, leaving every other lab on the machine as it was.
 """
 
 from __future__ import annotations
@@ -12,15 +13,14 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from conftest import SimulatedHosts, take_snapshot
+from conftest import LAB, SimulatedHosts, take_snapshot
 
-from simhosts import faults, hosts, lifecycle, paths
+from simhosts import faults, hosts, lifecycle
 from simhosts.images import BASE_IMAGE
-from simhosts.plan import BRIDGE_INTERFACE, host_by_name
 
 pytestmark = [pytest.mark.e2e, pytest.mark.simhosts]
 
-OVERLAY = "dslab-lab-test-net"
+OVERLAY = f"{LAB.network_name}-test-net"
 OVERLAY_SUBNET = "10.20.30.0/24"
 # Busybox (static, in the host image) is bind-mounted into the minbase Debian containers,
 # which have neither nc nor python: it gives them a TCP listener.
@@ -33,8 +33,8 @@ def test_each_host_answers_ssh_with_strict_host_key_checking_and_its_own_hostnam
         # By address too, as the Pulumi program connects: the known_hosts entry is keyed by IP.
         result = subprocess.run(
             ["ssh", "-o", "StrictHostKeyChecking=yes", "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
-             "-o", f"UserKnownHostsFile={paths.state_dir() / 'known_hosts'}",
-             "-i", str(paths.state_dir() / "operator_ed25519"), f"root@{host.address}", "hostname"],
+             "-o", f"UserKnownHostsFile={hosts_up.state_dir / 'known_hosts'}",
+             "-i", str(hosts_up.state_dir / "operator_ed25519"), f"root@{host.address}", "hostname"],
             capture_output=True, text=True, check=True, timeout=30,
         )
         assert result.stdout.strip() == host.name
@@ -57,7 +57,7 @@ def test_each_host_runs_a_separate_docker_engine_reachable_over_ssh(hosts_up: Si
     ids = {host.name: hosts_up.ssh(host.name, "docker", "info", "--format", "{{.ID}}").stdout.strip() for host in hosts_up.hosts}
     assert len(set(ids.values())) == len(hosts_up.hosts), f"engines must differ: {ids}"
     # The docker CLI's own ssh transport, through the .simhosts/bin/ssh wrapper (no ~/.ssh edits).
-    env = {**os.environ, "PATH": f"{paths.state_dir() / 'bin'}:{os.environ['PATH']}"}
+    env = {**os.environ, "PATH": f"{hosts_up.state_dir / 'bin'}:{os.environ['PATH']}"}
     for host in hosts_up.hosts:
         name = subprocess.run(
             ["docker", "-H", f"ssh://root@{host.address}", "info", "--format", "{{.Name}}"],
@@ -80,9 +80,9 @@ def test_a_container_inside_a_host_reaches_the_debian_mirror(hosts_up: Simulated
 @pytest.fixture(scope="module")
 def swarm(hosts_up: SimulatedHosts) -> Iterator[SimulatedHosts]:
     """server1 manages a swarm that server2 joins over the simulator network; left again afterwards."""
-    hosts_up.ssh("server1", "docker", "swarm", "init", "--advertise-addr", "10.0.18.1")
+    hosts_up.ssh("server1", "docker", "swarm", "init", "--advertise-addr", LAB.address("server1"))
     token = hosts_up.ssh("server1", "docker", "swarm", "join-token", "--quiet", "worker").stdout.strip()
-    hosts_up.ssh("server2", "docker", "swarm", "join", "--token", token, "--advertise-addr", "10.0.18.2", "10.0.18.1:2377")
+    hosts_up.ssh("server2", "docker", "swarm", "join", "--token", token, "--advertise-addr", LAB.address("server2"), f"{LAB.address('server1')}:2377")
     yield hosts_up
     hosts_up.ssh("server2", "docker", "swarm", "leave", "--force", check=False)
     hosts_up.ssh("server1", "docker", "swarm", "leave", "--force", check=False)
@@ -122,78 +122,79 @@ def test_containers_on_an_attachable_overlay_talk_tcp_across_hosts(swarm: Simula
 
 
 def test_a_stopped_engine_refuses_docker_but_keeps_ssh_and_comes_back_on_start(hosts_up: SimulatedHosts) -> None:
-    faults.stop_engine("server2")
+    faults.stop_engine(LAB, "server2")
     try:
-        assert not faults.engine_running("server2")
+        assert not faults.engine_running(LAB, "server2")
         assert hosts_up.ssh("server2", "docker", "info", check=False).returncode != 0
         assert hosts_up.ssh("server2", "hostname").stdout.strip() == "server2"
     finally:
-        faults.start_engine("server2")
-    assert faults.engine_running("server2")
+        faults.start_engine(LAB, "server2")
+    assert faults.engine_running(LAB, "server2")
     assert hosts_up.ssh("server2", "docker", "info", "--format", "{{.Name}}").stdout.strip() == "server2"
 
 
 def _mangle_rules(host: str) -> list[str]:
-    out = subprocess.run(["docker", "exec", host_by_name(host).container, "iptables-save", "-t", "mangle"],
+    out = subprocess.run(["docker", "exec", LAB.host(host).container, "iptables-save", "-t", "mangle"],
                          capture_output=True, text=True, check=True).stdout
     return [line for line in out.splitlines() if not line.startswith("#") and not line.startswith(":")]
 
 
 def test_a_cut_network_isolates_the_host_and_restore_brings_back_exactly_what_was_there(hosts_up: SimulatedHosts) -> None:
     before = _mangle_rules("server2")
-    faults.cut_network("server2")
+    faults.cut_network(LAB, "server2")
     try:
-        assert faults.network_cut("server2")
+        assert faults.network_cut(LAB, "server2")
         assert hosts_up.ssh("server2", "true", check=False, timeout=30).returncode != 0
-        probe = hosts_up.ssh("server1", "timeout", "3", "bash", "-c", ": </dev/tcp/10.0.18.2/22", check=False)
+        probe = hosts_up.ssh("server1", "timeout", "3", "bash", "-c", f": </dev/tcp/{LAB.address('server2')}/22", check=False)
         assert probe.returncode != 0, "server1 must not reach server2 while its cable is pulled"
     finally:
-        faults.restore_network("server2")
-    assert not faults.network_cut("server2")
+        faults.restore_network(LAB, "server2")
+    assert not faults.network_cut(LAB, "server2")
     assert _mangle_rules("server2") == before
-    assert hosts_up.ssh("server1", "timeout", "3", "bash", "-c", ": </dev/tcp/10.0.18.2/22").returncode == 0
+    assert hosts_up.ssh("server1", "timeout", "3", "bash", "-c", f": </dev/tcp/{LAB.address('server2')}/22").returncode == 0
     assert hosts_up.ssh("server2", "hostname").stdout.strip() == "server2"
 
 
 def test_a_stopped_host_comes_back_with_the_same_address_host_keys_engine_and_sshd(hosts_up: SimulatedHosts) -> None:
-    host = host_by_name("server2")
+    host = LAB.host("server2")
     keys_before = hosts.host_keys(host)
-    faults.stop_host("server2")
+    faults.stop_host(LAB, "server2")
     try:
         assert hosts.state(host) == "exited"
         assert hosts_up.ssh("server2", "true", check=False, timeout=30).returncode != 0
     finally:
-        faults.start_host("server2")
+        faults.start_host(LAB, "server2")
     assert hosts.host_keys(host) == keys_before
     inspect = json.loads(subprocess.run(["docker", "inspect", host.container], capture_output=True, text=True,
                                         check=True).stdout)[0]
-    assert inspect["NetworkSettings"]["Networks"]["dslab-lab"]["IPAddress"] == host.address
+    assert inspect["NetworkSettings"]["Networks"][LAB.network_name]["IPAddress"] == host.address
     # Strict host key checking against the unchanged known_hosts proves the keys are the same.
     assert hosts_up.ssh("server2", "docker", "info", "--format", "{{.Name}}").stdout.strip() == "server2"
     assert hosts_up.ssh("server2", "docker", "image", "inspect", BASE_IMAGE, check=False).returncode == 0
 
 
 def test_lab_up_again_is_fast_and_keeps_the_operator_key_and_host_keys(hosts_up: SimulatedHosts) -> None:
-    key = (paths.state_dir() / "operator_ed25519").read_text()
-    known_hosts = (paths.state_dir() / "known_hosts").read_text()
+    key = (hosts_up.state_dir / "operator_ed25519").read_text()
+    known_hosts = (hosts_up.state_dir / "known_hosts").read_text()
     started = time.monotonic()
-    lifecycle.up(2, print)
+    lifecycle.up(LAB, 2, print)
     assert time.monotonic() - started < 30
-    assert (paths.state_dir() / "operator_ed25519").read_text() == key
-    assert (paths.state_dir() / "known_hosts").read_text() == known_hosts
-    assert oct(paths.state_dir().stat().st_mode & 0o777) == "0o700"
+    assert (hosts_up.state_dir / "operator_ed25519").read_text() == key
+    assert (hosts_up.state_dir / "known_hosts").read_text() == known_hosts
+    assert oct(hosts_up.state_dir.stat().st_mode & 0o777) == "0o700"
 
 
 def test_lab_down_leaves_nothing_behind(hosts_up: SimulatedHosts) -> None:
-    lifecycle.down(print)
-    after = take_snapshot()
+    lifecycle.down(LAB, print)
+    after = take_snapshot(mount_points=hosts_up.mount_points)
     assert after.containers == hosts_up.before.containers
     assert after.volumes == hosts_up.before.volumes
     assert after.networks == hosts_up.before.networks
-    assert BRIDGE_INTERFACE not in after.links
+    assert LAB.bridge_interface not in after.links
     assert after.links == hosts_up.before.links, "no veth or bridge may remain"
     assert after.iptables == hosts_up.before.iptables
-    assert after.mounts == hosts_up.before.mounts
+    assert hosts_up.mount_points, "the lab's mounts were known while it was up"
+    assert after.mounts == frozenset(), "none of the lab's mounts may remain"
     assert after.lab_cgroups == frozenset()
     assert after.lab_processes == ()
-    assert not paths.state_dir().exists()
+    assert not hosts_up.state_dir.exists()

@@ -9,13 +9,15 @@ import yaml
 
 from simhosts import lifecycle, operator_files
 from simhosts.images import debian_mirror
-from simhosts.plan import plan_hosts
+from simhosts.plan import SimLab, lab_from_env
+
+LAB0 = SimLab(0)
 
 pytestmark = pytest.mark.simhosts
 
 
 def test_stack_config_matches_the_contract_with_the_pulumi_program() -> None:
-    text = operator_files.render_stack_config(plan_hosts(2))
+    text = operator_files.render_stack_config(LAB0.hosts(2))
     assert yaml.safe_load(text) == {
         "dslab:hosts": [
             {"name": "server1", "address": "10.0.18.1", "role": "manager", "ssh_user": "root", "ssh_port": 22, "gpus": "none"},
@@ -26,14 +28,49 @@ def test_stack_config_matches_the_contract_with_the_pulumi_program() -> None:
 
 
 def test_the_first_host_manages_and_the_others_work() -> None:
-    roles = [(h.name, h.address, h.role) for h in plan_hosts(3)]
+    roles = [(h.name, h.address, h.role) for h in LAB0.hosts(3)]
     assert roles == [("server1", "10.0.18.1", "manager"), ("server2", "10.0.18.2", "worker"), ("server3", "10.0.18.3", "worker")]
+
+
+def test_a_lab_other_than_zero_has_its_own_subnet_names_bridge_folder_and_stack_config() -> None:
+    lab = SimLab(3)
+    (server1, server2) = lab.hosts(2)
+    assert (str(lab.subnet), str(lab.gateway), server2.address) == ("10.0.21.0/24", "10.0.21.254", "10.0.21.2")
+    assert (server1.container, server1.volume, lab.network_name, lab.bridge_interface) == (
+        "dslab3-server1", "dslab3-server1-docker", "dslab3-lab", "dslab3",
+    )
+    assert lab.state_dir(Path("/r")) == Path("/r/.simhosts-3")
+    operator = yaml.safe_load(operator_files.render_stack_config([server1], ".simhosts-3"))["dslab:operator"]
+    assert operator == {"private_key_path": ".simhosts-3/operator_ed25519", "known_hosts_path": ".simhosts-3/known_hosts"}
+
+
+def test_no_two_labs_share_a_name_an_address_or_a_folder() -> None:
+    labs = [SimLab(index) for index in range(10)]
+    for kind in (
+        lambda lab: str(lab.subnet), lambda lab: lab.network_name, lambda lab: lab.bridge_interface,
+        lambda lab: lab.state_dir(Path("/r")), lambda lab: lab.label_value,
+    ):
+        assert len({kind(lab) for lab in labs}) == len(labs)
+    containers = [host.container for lab in labs for host in lab.hosts(8)]
+    assert len(set(containers)) == len(containers)
+    # A lab's names must not be a prefix match of another's (cleanup and snapshots select by prefix).
+    for lab in labs:
+        assert [c for c in containers if c.startswith(lab.prefix)] == [host.container for host in lab.hosts(8)]
+
+
+def test_the_lab_comes_from_dslab_lab_and_a_bad_value_names_the_variable() -> None:
+    assert lab_from_env({}) == SimLab(0)
+    assert lab_from_env({"DSLAB_LAB": "2"}) == SimLab(2)
+    with pytest.raises(ValueError, match=r"DSLAB_LAB='x' is not a lab id; expected 0..9, e.g. DSLAB_LAB=1"):
+        lab_from_env({"DSLAB_LAB": "x"})
+    with pytest.raises(ValueError, match=r"a lab id is between 0 and 9, got 10; e.g. --lab 1"):
+        SimLab(10)
 
 
 @pytest.mark.parametrize("count", [0, 9])
 def test_a_host_count_outside_one_to_eight_is_refused_with_an_example(count: int) -> None:
     with pytest.raises(ValueError, match=rf"between 1 and 8, got {count}; e.g. --hosts 2"):
-        plan_hosts(count)
+        LAB0.hosts(count)
 
 
 def test_known_hosts_are_keyed_by_address() -> None:
@@ -42,7 +79,7 @@ def test_known_hosts_are_keyed_by_address() -> None:
 
 
 def test_ssh_config_keeps_strict_host_key_checking_and_matches_names_and_addresses() -> None:
-    text = operator_files.render_ssh_config(plan_hosts(1), Path("/r/.simhosts"))
+    text = operator_files.render_ssh_config(LAB0.hosts(1), Path("/r/.simhosts"))
     assert "Host server1 10.0.18.1\n" in text
     assert "StrictHostKeyChecking yes" in text
     assert "UserKnownHostsFile /r/.simhosts/known_hosts" in text

@@ -31,3 +31,20 @@ def command_lines(output: str) -> dict[str, list[str]]:
             if not lines or lines[-1] != found["message"]:
                 lines.append(found["message"])
     return said
+
+
+# A line of the `Resources:` summary: "    ~ 1 updated", "    + 2 to create", "    35 unchanged".
+SUMMARY_LINE = re.compile(r"^\s*[-+~]*\s*(?P<count>\d+) (?P<what>[a-z][a-z -]*?)\s*$")
+
+
+def change_counts(output: str) -> dict[str, int]:
+    """The last `Resources:` summary of a preview, up, refresh or destroy, e.g. ``{"updated": 1,
+    "unchanged": 35}``; exact counts, where a substring check would take "11 updated" for "1 updated"."""
+    if "Resources:" not in output:
+        return {}
+    block = output[output.rindex("Resources:") :].split("\n\n")[0]
+    counts: dict[str, int] = {}
+    for line in block.splitlines()[1:]:
+        if found := SUMMARY_LINE.match(line):
+            counts[found["what"]] = int(found["count"])
+    return counts

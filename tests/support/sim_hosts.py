@@ -1,4 +1,7 @@
-"""Looking at the simulated hosts's hosts the way an operator would: ssh with strict host keys."""
+"""Looking at the simulated hosts the way an operator would: ssh with strict host keys.
+
+Every helper works on the lab that ``DSLAB_LAB`` names (0 when unset): a test module runs on one
+lab, and modules on other labs run beside it (``harness.lanes``)."""
 
 from __future__ import annotations
 
@@ -8,12 +11,25 @@ import time
 from typing import Any
 
 from harness.pulumi_cli import REPO
+from simhosts.plan import lab_from_env
 
-SSH_CONFIG = REPO / ".simhosts" / "ssh_config"
+LAB = lab_from_env()
+"""The lab this test process works on."""
+STATE_DIR = LAB.state_dir(REPO)
+"""The lab's operator files: key, known_hosts, ssh config."""
+SSH_CONFIG = STATE_DIR / "ssh_config"
+
+
+def address(host: str) -> str:
+    """The host's address on this lab's network (lab 0: ``server2`` is 10.0.18.2)."""
+    return LAB.address(host)
 
 
 def hosts_up(hosts: int = 2) -> None:
-    subprocess.run([str(REPO / ".venv" / "bin" / "python"), "-m", "simhosts", "up", "--hosts", str(hosts)], cwd=REPO, check=True)
+    subprocess.run(
+        [str(REPO / ".venv" / "bin" / "python"), "-m", "simhosts", "--lab", str(LAB.id), "up", "--hosts", str(hosts)],
+        cwd=REPO, check=True,
+    )
 
 
 def on_host(host: str, *command: str, check: bool = True) -> str:
@@ -38,7 +54,10 @@ def inspect(host: str, kind: str, name: str) -> dict[str, Any] | None:
 def host_fault(kind: str, host: str, check: bool = True) -> None:
     """`python -m simhosts fault KIND HOST`: engine-stop/start, engine-hang/resume, network-cut/restore,
     host-stop/start."""
-    subprocess.run([str(REPO / ".venv" / "bin" / "python"), "-m", "simhosts", "fault", kind, host], cwd=REPO, check=check)
+    subprocess.run(
+        [str(REPO / ".venv" / "bin" / "python"), "-m", "simhosts", "--lab", str(LAB.id), "fault", kind, host],
+        cwd=REPO, check=check,
+    )
 
 
 BUILD_CACHE_REPOSITORY = "dslab-test-cache"

@@ -15,12 +15,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.support.sim_hosts import inspect, hosts_up, on_host
+from tests.support.pulumi_output import change_counts
+from tests.support.sim_hosts import STATE_DIR, address, inspect, hosts_up, on_host
 from harness.pulumi_cli import REPO, PulumiCli, ensure_toolchain
 
 pytestmark = [pytest.mark.e2e, pytest.mark.toolchain]
 
-HOSTS = {"server1": "10.0.18.1", "server2": "10.0.18.2"}
+HOSTS = {name: address(name) for name in ("server1", "server2")}
 STACK = "proof"
 
 
@@ -46,12 +47,12 @@ def proof(tmp_path: Path) -> Iterator[Proof]:
     project = tmp_path / "project"
     shutil.copytree(REPO / "tests" / "toolchain" / "project", project)
     known_hosts = tmp_path / "known_hosts"
-    shutil.copy(REPO / ".simhosts" / "known_hosts", known_hosts)
+    shutil.copy(STATE_DIR / "known_hosts", known_hosts)
     prefix = f"dslab-proof-{uuid.uuid4().hex[:6]}"
     config = {
         "prefix": prefix,
         "hosts": [{"name": name, "address": address} for name, address in HOSTS.items()],
-        "private_key_path": str(REPO / ".simhosts" / "operator_ed25519"),
+        "private_key_path": str(STATE_DIR / "operator_ed25519"),
         "known_hosts_path": str(known_hosts),
     }
     (project / f"Pulumi.{STACK}.yaml").write_text(
@@ -63,7 +64,7 @@ def proof(tmp_path: Path) -> Iterator[Proof]:
     proof = Proof(PulumiCli(project_dir=project, state_dir=tmp_path / "state"), prefix, known_hosts)
     proof.cli.run("stack", "init", STACK)
     yield proof
-    shutil.copy(REPO / ".simhosts" / "known_hosts", known_hosts)
+    shutil.copy(STATE_DIR / "known_hosts", known_hosts)
     proof.run("destroy", "--yes", "--refresh", check=False)
 
 
@@ -96,7 +97,7 @@ def test_a_container_deleted_on_its_host_is_seen_by_refresh_and_made_again_by_up
 
     on_host("server2", "docker", "rm", "--force", f"{proof.prefix}-box")
     refresh = proof.run("refresh", "--yes")
-    assert "deleted" in refresh.stdout, "refresh saw that the container is gone"
+    assert change_counts(refresh.stdout).get("deleted") == 1, f"refresh saw that the container is gone:\n{refresh.stdout}"
     proof.run("up", "--yes")
 
     assert proof.on_host("server2", "container"), "up made the deleted container again"

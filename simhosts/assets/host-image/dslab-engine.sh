@@ -16,9 +16,9 @@ case "${1:-}" in
     if running && docker info >/dev/null 2>&1; then exit 0; fi
     if ! running; then
       rm -f "$pidfile"
-      # The cgroup parent is the container's name: cgroups are shared with the machine
+      # The cgroup parent is the host container's name: cgroups are shared with the machine
       # (--cgroupns host), so each host's nested containers get a subtree of their own.
-      setsid dockerd --cgroup-parent="/dslab-$host" --pidfile "$pidfile" \
+      setsid dockerd --cgroup-parent="${DSLAB_CGROUP_PARENT:-/dslab-$host}" --pidfile "$pidfile" \
         >>"$log" 2>&1 </dev/null &
     fi
     for _ in $(seq 1 120); do

@@ -1,0 +1,156 @@
+"""Runs the end-to-end test modules side by side, each lane on a simulated lab of its own.
+
+``python -m harness.lanes [--lanes N] [-m MARKERS] [MODULE ...]``: the modules that hold tests
+selected by MARKERS (default ``e2e``) are handed out whole, longest first, to N lanes (default 2,
+or ``DSLAB_TEST_LANES``); lane K runs its modules one after another with ``DSLAB_LAB=K``, so their
+simulated hosts, subnet, operator files and stacks are lab K's and nothing of another lane's. Each
+module is its own ``pytest`` run; its lines are printed as they come, prefixed with the lab and the
+module. At the end: every module's duration and result, and the exit status is non-zero when any
+module failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from simhosts.plan import LAB_ENV, MAX_LABS
+
+REPO = Path(__file__).resolve().parents[1]
+PYTHON = REPO / ".venv" / "bin" / "python"
+LANES_ENV = "DSLAB_TEST_LANES"
+EXPECTED_MINUTES: dict[str, float] = {
+    "tests/faults/test_faults_e2e.py": 14.0,
+    "tests/e2e/test_llamafactory_e2e.py": 9.0,
+    "tests/e2e/test_program_e2e.py": 8.0,
+    "tests/e2e/test_upgrade_e2e.py": 6.0,
+    "tests/e2e/test_host_mode_e2e.py": 3.0,
+    "tests/toolchain/test_toolchain_proof.py": 1.5,
+    "tests/toolchain/test_cli_progress.py": 0.5,
+    "tests/simhosts/test_simhosts_e2e.py": 1.5,
+}
+"""About how long each module took alone (the closing notes' figures): the longest go first, so
+that no lane is left with a long module at the end. A module not listed counts as 5 minutes."""
+UNKNOWN_MINUTES = 5.0
+
+
+@dataclass
+class ModuleRun:
+    """One module's pytest run on one lane."""
+
+    module: str
+    lab: int = -1
+    seconds: float = 0.0
+    returncode: int | None = None
+    summary: str = ""
+    """pytest's last line, e.g. ``12 passed in 310.2s``."""
+
+
+def modules_with(markers: str, paths: Sequence[str]) -> list[str]:
+    """The test files that hold at least one test that ``-m markers`` selects."""
+    collected = subprocess.run(
+        [str(PYTHON), "-m", "pytest", "--collect-only", "-q", "-m", markers, *paths],
+        cwd=REPO, capture_output=True, text=True,
+    )
+    if collected.returncode not in (0, 5):
+        sys.stdout.write(collected.stdout + collected.stderr)
+        raise SystemExit(f"lanes: collecting the {markers} tests failed (exit {collected.returncode})")
+    modules = {line.split("::", 1)[0] for line in collected.stdout.splitlines() if "::" in line}
+    return sorted(modules, key=lambda module: (-EXPECTED_MINUTES.get(module, UNKNOWN_MINUTES), module))
+
+
+class Lanes:
+    """Hands modules out to lanes and prints what they say, a line at a time."""
+
+    def __init__(self, modules: list[str], lanes: int, markers: str, pytest_args: Sequence[str]) -> None:
+        self.todo: queue.Queue[ModuleRun] = queue.Queue()
+        self.runs = [ModuleRun(module) for module in modules]
+        for run in self.runs:
+            self.todo.put(run)
+        self.lanes = lanes
+        self.markers = markers
+        self.pytest_args = list(pytest_args)
+        self.print_lock = threading.Lock()
+
+    def say(self, prefix: str, line: str) -> None:
+        with self.print_lock:
+            sys.stdout.write(f"[{prefix}] {line}\n")
+            sys.stdout.flush()
+
+    def lane(self, lab: int) -> None:
+        while True:
+            try:
+                run = self.todo.get_nowait()
+            except queue.Empty:
+                return
+            self.run_module(run, lab)
+
+    def run_module(self, run: ModuleRun, lab: int) -> None:
+        run.lab = lab
+        prefix = f"lab{lab} {Path(run.module).stem}"
+        self.say(prefix, f"starting {run.module}")
+        env = {**os.environ, LAB_ENV: str(lab), "PYTHONUNBUFFERED": "1"}
+        started = time.monotonic()
+        process = subprocess.Popen(
+            [str(PYTHON), "-m", "pytest", "-v", "-p", "no:cacheprovider", "-m", self.markers, *self.pytest_args, run.module],
+            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
+        )
+        assert process.stdout is not None
+        last = ""
+        for raw in process.stdout:
+            line = raw.rstrip("\n")
+            if line.strip():
+                last = line.strip(" =")
+            self.say(prefix, line)
+        run.returncode = process.wait()
+        run.seconds = time.monotonic() - started
+        run.summary = last
+        self.say(prefix, f"{'passed' if run.returncode == 0 else 'FAILED'} in {run.seconds / 60:.1f} min: {last}")
+
+    def run(self) -> int:
+        started = time.monotonic()
+        threads = [threading.Thread(target=self.lane, args=(lab,), daemon=True) for lab in range(self.lanes)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        self.report(time.monotonic() - started)
+        return 0 if all(run.returncode == 0 for run in self.runs) else 1
+
+    def report(self, wall: float) -> None:
+        print(f"\nend-to-end modules on {self.lanes} labs side by side (longest first):")
+        print(f"{'module':<44} {'lab':>3} {'minutes':>7}  result")
+        for run in sorted(self.runs, key=lambda r: -r.seconds):
+            result = "passed" if run.returncode == 0 else f"FAILED (exit {run.returncode})"
+            print(f"{run.module:<44} {run.lab:>3} {run.seconds / 60:>7.1f}  {result}: {run.summary}")
+        busy = sum(run.seconds for run in self.runs)
+        print(f"wall {wall / 60:.1f} min for {busy / 60:.1f} min of modules ({busy / max(wall, 1):.2f}x)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m harness.lanes", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--lanes", type=int, default=int(os.environ.get(LANES_ENV, "2")), help="labs side by side (default 2)")
+    parser.add_argument("-m", dest="markers", default="e2e", help="pytest marker expression (default e2e)")
+    parser.add_argument("paths", nargs="*", default=["tests"], help="test files or folders (default tests)")
+    args, pytest_args = parser.parse_known_args(argv)
+    if not 1 <= args.lanes < MAX_LABS - 1:
+        parser.error(f"--lanes must be between 1 and {MAX_LABS - 2}, got {args.lanes}")
+    modules = modules_with(args.markers, args.paths)
+    if not modules:
+        print(f"lanes: no test selected by -m {args.markers!r}", file=sys.stderr)
+        return 5
+    lanes = min(args.lanes, len(modules))
+    print(f"lanes: {len(modules)} modules on {lanes} labs: " + ", ".join(Path(m).stem for m in modules), flush=True)
+    return Lanes(modules, lanes, args.markers, pytest_args).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
