@@ -19,7 +19,7 @@ from simhosts.proc import Log, docker, ok, run
 def up(lab: SimLab, count: int, log: Log) -> list[HostSpec]:
     """Bring up ``lab`` with ``count`` hosts; harmless when it is already up. Returns the hosts."""
     wanted = lab.hosts(count)
-    with machine_lock():
+    with machine_lock(log):
         # Labs coming up side by side share the machine's engine and the simulator's images:
         # one of them starts or builds those, the others wait and find them there.
         log("machine engine")
@@ -58,12 +58,16 @@ def up(lab: SimLab, count: int, log: Log) -> list[HostSpec]:
 
 
 @contextmanager
-def machine_lock() -> Iterator[None]:
+def machine_lock(log: Log) -> Iterator[None]:
     """Held while the machine-wide parts (engine, images, their cache) are checked or made."""
     lock = paths.cache_dir() / ".machine.lock"
     lock.parent.mkdir(parents=True, exist_ok=True)
     with open(lock, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log("another lab is setting up the machine's engine and images; waiting for it")
+            fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
         finally:

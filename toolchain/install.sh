@@ -14,7 +14,7 @@
 #   the pins, the mirror's content and the build recipe: a second run takes seconds.
 set -euo pipefail
 
-here=$(cd "$(dirname "$0")" && pwd)
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(dirname "$here")
 # shellcheck source=toolchain/versions.env disable=SC1091
 source "$here/versions.env"
@@ -162,7 +162,7 @@ build_inputs_hash() {
 
 # Prints the cache folder holding NAME at VERSION, building it first when there is none.
 # MIRROR_PART is the mirror folder it is built from (none: the Go module proxy). Without a
-# mirror, an earlier build of the same version is reused.
+# mirror, an earlier build of the same version is reused. Runs under the cache's lock (main).
 cached_build() {
   local name=$1 version=$2 mirror_part=${3:-} dir
   if [[ -n "$mirror_part" && -z "$mirror" ]]; then
@@ -172,9 +172,10 @@ cached_build() {
   command -v go >/dev/null || fail "Go is needed to build $name $version (none on PATH; README, \"What the operator's machine needs\")"
   dir="$cache_root/$name-$version-$(build_inputs_hash "$name" "$mirror_part")"
   if [[ ! -f "$dir/.complete" ]]; then
-    local staging="$dir.partial" started=$SECONDS
-    rm -rf "$staging"
-    mkdir -p "$staging"
+    # A staging folder of this run's own: a build killed half way leaves one that no later run
+    # mistakes for a build (only a complete folder is ever moved to its final name).
+    local staging started=$SECONDS
+    staging=$(mktemp -d "$cache_root/.partial-$name-XXXXXX")
     log "building $name $version${mirror_part:+ from $mirror/$mirror_part} (first time only)"
     with_progress "building $name $version" "build_${name//-/_}" "$staging"
     touch "$staging/.complete"
@@ -252,14 +253,26 @@ ensure_plugin() {
   [[ -x "$installed" ]] || fail "pulumi plugin install did not put $binary $version into $pulumi_home/plugins"
 }
 
-# Removes what older versions of this script cached (a folder per whole toolchain).
+# Removes what older versions of this script cached (a folder per whole toolchain), and the
+# staging folders of builds that were killed (none is in use: the cache's lock is held).
 forget_old_layout() {
   find "$cache_root" -mindepth 1 -maxdepth 1 -type d -regextype egrep \
     ! -regex '.*/(cli|language-python|resource-docker|resource-command|bin)-.*' -exec rm -rf {} +
 }
 
+# Every change to the cache happens under one lock: two installs at once (two clones, or a
+# clone and CI, on one machine) take turns, and the second finds the first's builds.
+lock_cache() {
+  exec {cache_lock}>"$cache_root/.lock"
+  if ! flock --nonblock "$cache_lock"; then
+    log "another install is using $cache_root; waiting for it"
+    flock "$cache_lock"
+  fi
+}
+
 main() {
   ensure_passphrase
+  lock_cache
   forget_old_layout
   local dir
   if dir=$(ambient_toolchain_dir); then
@@ -277,4 +290,7 @@ main() {
   log "$(pulumi version), docker $PULUMI_DOCKER_VERSION, command $PULUMI_COMMAND_VERSION ready; run: source toolchain/env.sh"
 }
 
-main "$@"
+# Sourced (the tests do, to drive one function), it only defines them.
+if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
+  main "$@"
+fi
