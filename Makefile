@@ -97,8 +97,8 @@ test-e2e: venv dev-tools engine toolchain
 test: test-unit
 	@$(MAKE) --no-print-directory test-e2e
 
-test-faults: venv engine toolchain
-	$(PY) -m pytest -m faults
+test-faults: venv dev-tools engine toolchain
+	$(PY) -m harness.lanes --lanes $(LANES) -m faults
 
 # Lab sizes and runs: BENCH_ARGS="--runs 3 --hosts 2,4,8 --only cold" (python -m bench --help).
 bench: venv engine toolchain

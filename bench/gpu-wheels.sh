@@ -25,7 +25,8 @@ constraints="$repo/assets/image/llamafactory/$release.txt"
 deepspeed=$(sed -n 's/^ARG DEEPSPEED_VERSION=//p' "$repo/assets/image/Dockerfile.gpu")
 
 pinned() { grep -i "^$1==" "$constraints"; }
-# Imported by training, and missing on the device kind or there at other versions (KINDS.md).
+# Imported by training, and missing from a GPU machine's own Python or there at other versions
+# (the GPU check's machine: docs/gpu.md, "Versions: used against pinned").
 packages=(
   "llamafactory==$release"
   "$(pinned transformers)" "$(pinned tokenizers)" "$(pinned huggingface_hub)" "$(pinned accelerate)"

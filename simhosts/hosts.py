@@ -11,7 +11,7 @@ from simhosts.images import BASE_IMAGE, HASH_LABEL, HOST_IMAGE
 from simhosts.plan import HOST_LABEL, LABEL, HostSpec, SimLab
 from simhosts.proc import docker, feed_file, run
 
-# What a nested dockerd needs, measured on this machine (see shared/ENVIRONMENT.md):
+# What a nested dockerd needs, measured on this machine:
 # --privileged fails (CAP_SYS_RESOURCE is not in the machine's bounding set).
 _HOST_PRIVILEGES = [
     "--cap-add=ALL", "--cap-drop=SYS_RESOURCE",

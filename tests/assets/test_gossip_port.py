@@ -10,9 +10,9 @@ from contextlib import contextmanager
 
 import pytest
 
-from tests.assets.test_container_scripts import ASSETS
+from components.paths import ASSETS_DIR
 
-GOSSIP_PORT_LIB = ASSETS / "host" / "lib" / "gossip-port.sh"
+GOSSIP_PORT_LIB = ASSETS_DIR / "host" / "lib" / "gossip-port.sh"
 
 
 def gossip_port_held() -> bool:

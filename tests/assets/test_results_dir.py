@@ -43,4 +43,7 @@ def test_remove_takes_the_stacks_runs_and_leaves_what_else_is_there(tmp_path: Pa
     assert results_dir("release", "remove", str(runs), str(runs), str(runs.parent)).returncode == 0
     assert not runs.parent.exists(), "empty, the default directory and its parent go"
     again = results_dir("release", "remove", str(runs), str(runs))
-    assert again.returncode == 0 and "removed 0 run(s)" in again.stderr, "a second destroy finds nothing"
+    assert again.returncode == 0, again.stderr
+    assert again.stderr == f"server2: removed 0 run(s) from {runs} (training.results_on_destroy: remove)\n", (
+        "a second destroy finds nothing"
+    )

@@ -1,4 +1,4 @@
-"""The test suites' driver of the CLI (tests/support/pulumi_cli.py) says, while a pulumi
+"""The test suites' driver of the CLI (harness/pulumi_cli.py) says, while a pulumi
 command runs, for how long and what Pulumi printed last: the e2e suites are not silent for
 the minutes an `up` takes."""
 

@@ -211,34 +211,39 @@ def variant_of_base(tmp_path: Path, old: str, new: str, base: str = DEFAULT_BASE
 
 
 @pytest.mark.parametrize(
-    ("old", "new", "base"),
+    ("old", "new", "base", "expect"),
     [
         pytest.param(
             "ssh_port: 22",
             "ssh_port: true",
             DEFAULT_BASE,
+            "dslab:hosts[0].ssh_port: True is a boolean; expected a number",
             id="a-boolean-ssh-port",
         ),
         pytest.param(
             "  dslab:image:",
             "  dslab:network:\n    name: other-net\n  dslab:image:",
             DEFAULT_BASE,
+            "'dslab:network' is given twice; keep one",
             id="a-key-given-twice-in-the-yaml",
         ),
         pytest.param(
             "address: 10.0.18.2",
             "address: 0.0.0.0",
             DEFAULT_BASE,
+            "dslab:hosts[1].address: '0.0.0.0' is not an address another machine can reach",
             id="a-host-address-no-host-can-have",
         ),
         pytest.param(
             "gpus: all\n      slots: 1",
             "gpus: [0]\n      slots: 4",
             "_base-llamafactory.yaml",
+            "slots 4 is more than the 1 GPU(s) in gpus",
             id="more-slots-than-listed-gpus",
         ),
     ],
 )
-def test_an_input_the_validator_should_reject(tmp_path: Path, old: str, new: str, base: str) -> None:
+def test_an_input_the_validator_should_reject(tmp_path: Path, old: str, new: str, base: str, expect: str) -> None:
     status, output = validate(variant_of_base(tmp_path, old, new, base))
     assert status == 1, output
+    assert expect in output and problem_count(output) == 1, f"rejected for that one fault:\n{output}"

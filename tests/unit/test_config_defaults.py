@@ -12,7 +12,6 @@ from components.config import (
     GPU_BASE_IMAGE,
     LLAMAFACTORY_DEFAULT_ARGS,
     Host,
-    LabConfig,
     LlamaFactoryWorkload,
     ScriptWorkload,
     Ulimit,
@@ -205,6 +204,12 @@ def test_a_private_key_given_inline_is_kept_secret() -> None:
 
 def test_the_configuration_is_frozen() -> None:
     config = load_lab_config(minimal())
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match="frozen"):
         config.hosts[0].name = "other"  # type: ignore[misc]
-    assert isinstance(config, LabConfig)
+    with pytest.raises(ValidationError, match="frozen"):
+        config.training.deepspeed.zero_stage = 3  # type: ignore[misc]
+    with pytest.raises(ValidationError, match="frozen"):
+        config.network = config.network  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        config.hosts.append(config.hosts[0])  # type: ignore[attr-defined]
+    assert config.hosts[0].name == "server1" and config.training.deepspeed.zero_stage == 2, "nothing changed"

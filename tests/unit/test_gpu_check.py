@@ -64,10 +64,26 @@ def test_the_check_stack_is_the_write_ups_fp16_zero2_lora_sft_on_the_gpu_image()
 
 def test_the_gpu_runs_argv_and_rank_environment_are_golden() -> None:
     files = run_files(gpu_stack(), gpu_stack().address_plan())
+    env_text = run_deepspeed_env(gpu_stack(), "eth0")
     assert_golden("launch_argv.gpu-check.txt", "\n".join(files.argv) + "\n")
     assert_golden("preflight_argv.gpu-check.txt", "\n".join(files.preflight_argv) + "\n")
-    assert_golden("deepspeed_env.gpu-check", run_deepspeed_env(gpu_stack(), "eth0"))
-    assert files.argv[files.argv.index("--fp16") + 1] == "true"
+    assert_golden("deepspeed_env.gpu-check", env_text)
+    rendezvous = ("deepspeed", "--hostfile", "/opt/dslab/run/hostfile", "--master_addr", "10.0.3.128", "--master_port", "29500")
+    assert files.argv[:10] == (*rendezvous, "/opt/dslab/llamafactory_train.py", "--deepspeed", "/opt/dslab/run/ds_config.json")
+    flags = dict(zip(files.argv[10::2], files.argv[11::2], strict=True))
+    assert flags["--fp16"] == "true"
+    assert (flags["--stage"], flags["--finetuning_type"], flags["--max_steps"]) == ("sft", "lora", "60")
+    assert flags["--model_name_or_path"] == "/models/tiny-llama" and flags["--dataset"] == "tiny_alpaca"
+    assert flags["--output_dir"] == "/opt/dslab/results/@RUN@"
+    assert files.preflight_argv[:8] == (*rendezvous, "/opt/dslab/allreduce_bench.py"), "the same launcher as training"
+    pre = files.preflight_argv[8:]
+    assert pre[pre.index("--sizes-mb") + 1] == "1,16,64,256,1024", "the stack's preflight.sizes_mb"
+    env = dict(line.split("=", 1) for line in env_text.splitlines())
+    assert env["NCCL_SOCKET_IFNAME"] == env["GLOO_SOCKET_IFNAME"] == "eth0"
+    assert env["HF_HUB_OFFLINE"] == env["HF_DATASETS_OFFLINE"] == env["TRANSFORMERS_OFFLINE"] == "1", "offline ranks"
+    assert env["DISABLE_VERSION_CHECK"] == "1"
+    assert env["PATH"].startswith("/opt/venv/bin:"), "the image's venv first"
+    assert "USE_LIBUV" not in env, "the CPU image's workaround only"
 
 
 @pytest.fixture

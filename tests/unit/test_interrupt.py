@@ -20,9 +20,13 @@ threading.Event().wait(60)
 
 
 def interrupted(install: str) -> subprocess.CompletedProcess[str]:
+    # SIGINT as the program gets it from the engine: not ignored, whatever this test runs under
+    # (a shell's background job, nohup or a CI runner hand their children SIGINT ignored, and
+    # Python then leaves it so).
     process = subprocess.Popen(
         [sys.executable, "-c", WAITING_PROGRAM.format(install=install)],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
     assert process.stdout is not None and process.stdout.readline() == "waiting\n"
     process.send_signal(signal.SIGINT)

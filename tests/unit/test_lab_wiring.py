@@ -441,7 +441,8 @@ def test_host_mode_has_no_swarm_or_overlay_and_reaches_containers_at_the_hosts_a
 
     def check(_: Any) -> None:
         scripts = {host_script_of(r) for r in mocks.resources.values() if r.type == REMOTE_COMMAND}
-        assert not scripts & {"host/swarm-init.sh", "host/swarm-join.sh", "host/network-create.sh"}
+        assert not scripts & {"host/swarm-manager.sh", "host/swarm-worker.sh", "host/swarm-node.sh"}, "no swarm"
+        assert not [name for name in mocks.resources if "-swarm-" in name]
         assert not [r for r in mocks.resources.values() if r.type == DOCKER_NETWORK], "no overlay"
         container = mocks.resources["server2-llm"].inputs
         assert container["networkMode"] == "host" and "networksAdvanced" not in container

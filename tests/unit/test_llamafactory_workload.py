@@ -69,7 +69,19 @@ def problems_of(**workload_changes: Any) -> list[str]:
 def test_the_launch_argv_is_the_proven_one_with_the_images_entry_point() -> None:
     argv = launch_argv_for(tiny_lab(), "/opt/dslab/run/hostfile", "/opt/dslab/run/ds_config.json", tiny_lab().address_plan())
     assert_golden("launch_argv.llamafactory-tiny.txt", "\n".join(argv) + "\n")
+    assert argv[:7] == [
+        "deepspeed", "--hostfile", "/opt/dslab/run/hostfile", "--master_addr", "10.0.3.128", "--master_port", "29500",
+    ], "the manager's overlay address"  # fmt: skip
     assert argv[7] == "/opt/dslab/llamafactory_train.py", "a file path: the launcher prepends --local_rank"
+    assert argv[8:10] == ["--deepspeed", "/opt/dslab/run/ds_config.json"]
+    flags = dict(zip(argv[10::2], argv[11::2], strict=True))
+    for name, value in TINY_WORKLOAD["args"].items():
+        if value is None:
+            assert f"--{name}" not in flags, f"null removes the write-up's {name}"
+        else:
+            assert flags[f"--{name}"] == str(value), name
+    assert flags["--stage"] == "sft" and flags["--finetuning_type"] == "lora", "the write-up's LoRA SFT"
+    assert flags["--output_dir"] == "/opt/dslab/results/@RUN@", "the run's own directory"
 
 
 def test_the_model_and_dataset_fill_their_arguments_unless_given() -> None:
@@ -107,9 +119,22 @@ def test_without_datasets_no_dataset_info_is_made() -> None:
     assert render_dataset_info(load_lab_config(values).training.workload) is None  # type: ignore[arg-type]
 
 
+def env_lines(text: str) -> dict[str, str]:
+    """``.deepspeed_env`` as the launcher reads it: one ``KEY=VALUE`` a line, split at the first ``=``."""
+    return dict(line.split("=", 1) for line in text.splitlines())
+
+
 def test_every_rank_runs_offline() -> None:
-    env = deepspeed_environment(tiny_lab(), "eth0", path="/opt/venv/bin:/usr/bin:/bin")
-    assert_golden("deepspeed_env.llamafactory-tiny", render_deepspeed_env(env))
+    text = render_deepspeed_env(deepspeed_environment(tiny_lab(), "eth0", path="/opt/venv/bin:/usr/bin:/bin"))
+    assert_golden("deepspeed_env.llamafactory-tiny", text)
+    env = env_lines(text)
+    assert {key: env.get(key) for key in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")} == {
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+    }, "no rank asks the Hub for the model or the datasets"
+    assert env.get("DISABLE_VERSION_CHECK") == "1", "LLaMA-Factory 0.9.4 would refuse the image's DeepSpeed"
+    assert env["NCCL_SOCKET_IFNAME"] == env["GLOO_SOCKET_IFNAME"] == "eth0"
 
 
 def test_the_model_and_dataset_are_mounted_in_every_container() -> None:

@@ -61,4 +61,8 @@ def test_a_host_known_hosts_holds_no_key_for_is_named_with_the_way_to_add_it(tmp
 def test_require_raises_one_error_listing_every_problem(tmp_path: Path) -> None:
     with pytest.raises(LabConfigError) as raised:
         require_local_files(dev_config(), tmp_path)
-    assert len(raised.value.problems) == 2
+    assert raised.value.problems == missing_local_files(dev_config(), tmp_path)
+    assert [problem.split(": ", 1)[0] for problem in raised.value.problems] == [
+        "dslab:operator.private_key_path",
+        "dslab:operator.known_hosts_path",
+    ]

@@ -60,7 +60,9 @@ def gpu() -> LabConfig:
 
 
 def test_the_dev_hostfile_has_one_slot_per_cpu_host(dev: LabConfig) -> None:
-    assert_golden("hostfile", render_hostfile(dev.hosts))
+    text = render_hostfile(dev.hosts)
+    assert_golden("hostfile", text)
+    assert text.splitlines() == ["server1 slots=1", "server2 slots=1"], "each CPU host one rank, by its name"
 
 
 def test_the_hostfile_puts_the_manager_first_so_it_holds_rank_0(dev: LabConfig) -> None:
@@ -76,6 +78,8 @@ def test_the_default_ds_config_is_the_write_ups_plus_bf16_auto() -> None:
     assert_golden("ds_config.writeup.json", text)
     config = json.loads(text)
     assert config["fp16"]["enabled"] == "auto"
+    assert config["bf16"] == {"enabled": "auto"}, "bf16 auto: the Trainer turns on the one its args ask for"
+    assert config["zero_optimization"]["stage"] == 2
     assert config["zero_optimization"]["allgather_bucket_size"] == 500_000_000, (
         "5e8 as an int"
     )
@@ -113,8 +117,12 @@ def test_precision_selects_the_mixed_precision_sections(
 def test_the_dev_deepspeed_env_names_the_overlay_interface_and_turns_libuv_off(
     dev: LabConfig,
 ) -> None:
-    env = deepspeed_environment(dev, "eth0", path="/opt/venv/bin:/usr/bin:/bin")
-    assert_golden("deepspeed_env.dev", render_deepspeed_env(env))
+    text = render_deepspeed_env(deepspeed_environment(dev, "eth0", path="/opt/venv/bin:/usr/bin:/bin"))
+    assert_golden("deepspeed_env.dev", text)
+    env = dict(line.split("=", 1) for line in text.splitlines())
+    assert env["NCCL_SOCKET_IFNAME"] == env["GLOO_SOCKET_IFNAME"] == "eth0", "the overlay's interface"
+    assert env["USE_LIBUV"] == "0", "Debian's CPU torch has no libuv"
+    assert env["PATH"] == "/opt/venv/bin:/usr/bin:/bin", "non-login shells of remote ranks get the image's venv"
 
 
 def test_the_gpu_lab_needs_no_libuv_workaround(gpu: LabConfig) -> None:

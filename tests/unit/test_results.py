@@ -3,6 +3,7 @@ of a run's inputs, and the command line's output directory."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from components.config.loading import load_stack_file
@@ -22,7 +23,7 @@ def test_the_default_results_directory_is_the_stacks_own_and_a_set_one_is_kept()
 
 def test_the_run_key_names_the_inputs_and_changes_with_any_of_them() -> None:
     key = run_key("deepspeed train.py --steps 20", "{}", "", "server1 slots=1\n")
-    assert len(key) == 12 and int(key, 16) >= 0
+    assert re.fullmatch(r"[0-9a-f]{12}", key), "12 hex digits in the run directory's name"
     assert key == run_key("deepspeed train.py --steps 20", "{}", "", "server1 slots=1\n"), "the same inputs, the same key"
     assert key != run_key("deepspeed train.py --steps 25", "{}", "", "server1 slots=1\n")
     assert key != run_key("deepspeed train.py --steps 20", "{}", "", "server1 slots=1\nserver2 slots=1\n")

@@ -16,10 +16,15 @@ from harness.pulumi_cli import REPO
 INSTALL = REPO / "toolchain" / "install.sh"
 
 # Sources install.sh (which then only defines its functions), stands in for the CLI's build and
-# for the hash of its inputs (which would ask Go), and builds "cli 1.0" through the cache.
+# for the hash of its inputs (which would ask Go), and builds "cli 1.0" through the cache. With
+# $GATE set, the build goes on only once that file exists (at most a minute).
 ONE_INSTALL = f"""
 source {INSTALL}
-build_cli() {{ echo started >> "$DSLAB_CACHE/builds"; sleep "${{BUILD_SECONDS:-1}}"; echo built > "$1/fake"; }}
+build_cli() {{
+  echo started >> "$DSLAB_CACHE/builds"
+  for _ in $(seq 1200); do [[ -z ${{GATE:-}} || -e ${{GATE:-}} ]] && break; sleep 0.05; done
+  sleep "${{BUILD_SECONDS:-1}}"; echo built > "$1/fake"
+}}
 build_inputs_hash() {{ echo inputs1; }}
 lock_cache
 forget_old_layout
@@ -27,7 +32,7 @@ cached_build cli 1.0
 """
 
 
-def install(cache: Path, build_seconds: float = 1) -> subprocess.Popen[str]:
+def install(cache: Path, build_seconds: float = 1, gate: Path | None = None) -> subprocess.Popen[str]:
     stand_in_go = cache.parent / "bin"
     stand_in_go.mkdir(exist_ok=True)
     (stand_in_go / "go").write_text("#!/bin/sh\nexit 0\n")
@@ -36,6 +41,7 @@ def install(cache: Path, build_seconds: float = 1) -> subprocess.Popen[str]:
         **os.environ,
         "DSLAB_CACHE": str(cache),
         "BUILD_SECONDS": str(build_seconds),
+        "GATE": str(gate or ""),
         "PATH": f"{stand_in_go}:{os.environ['PATH']}",
     }
     return subprocess.Popen(
@@ -45,11 +51,21 @@ def install(cache: Path, build_seconds: float = 1) -> subprocess.Popen[str]:
 
 
 def test_two_installs_at_once_take_turns_and_share_one_build(tmp_path: Path) -> None:
-    cache = tmp_path / "cache"
-    first = install(cache)
-    time.sleep(0.3)
-    second = install(cache)
+    cache, gate = tmp_path / "cache", tmp_path / "go-on"
+    first = install(cache, gate=gate)  # builds until the test lets it finish
+    try:
+        deadline = time.monotonic() + 20
+        while not (cache / "builds").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert (cache / "builds").exists(), "the first install started its build"
+        second = install(cache)
+        assert second.stderr is not None
+        # Its first word, or its end: while the first builds, the second can only wait.
+        said_first = second.stderr.readline()
+    finally:
+        gate.touch()
     (first_out, first_err), (second_out, second_err) = first.communicate(timeout=60), second.communicate(timeout=60)
+    second_err = said_first + second_err
     assert (first.returncode, second.returncode) == (0, 0), first_err + second_err
     built = Path(first_out.strip())
     assert second_out.strip() == str(built), "both installs use the one build"

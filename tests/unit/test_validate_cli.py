@@ -61,13 +61,15 @@ def test_a_bad_stack_file_prints_every_problem_and_exits_1(tmp_path: Path) -> No
     config = json.loads(json.dumps(GOOD))
     config["dslab:hosts"][1].update(address="10.0.18.300", role="manager")
     config["dslab:network"] = {"subnet": "10.0.3.0/33"}
-    result = run_validate(write_stack(tmp_path, config))
+    path = write_stack(tmp_path, config)
+    result = run_validate(path)
     assert result.returncode == 1
-    assert "2 problems in the stack configuration:" in result.stdout
-    assert (
-        "dslab:hosts[1].address: '10.0.18.300' is not an IPv4 address" in result.stdout
+    heading, *problems = result.stdout.splitlines()
+    assert heading == f"{path}: 2 problems in the stack configuration:"
+    assert len(problems) == 2 and problems[0].startswith(
+        "  dslab:hosts[1].address: '10.0.18.300' is not an IPv4 address"
     )
-    assert "dslab:network.subnet: '10.0.3.0/33' is not an IPv4 subnet" in result.stdout
+    assert problems[1].startswith("  dslab:network.subnet: '10.0.3.0/33' is not an IPv4 subnet")
 
 
 def test_a_missing_file_is_a_problem_not_a_traceback(tmp_path: Path) -> None:

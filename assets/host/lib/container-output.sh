@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Included into host scripts by `# dslab:include host/lib/container-output.sh` (components/remote_script.py).
+# Included into host scripts by `# dslab:include host/lib/container-output.sh` (components/hosts/host_script.py).
 
 # What `docker exec CONTAINER COMMAND...` prints, for a command that always prints something:
 # docker exec can lose a short command's output and still exit 0 (moby/moby#27289), so an

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Included into host scripts by `# dslab:include host/lib/engine-bound.sh` (components/remote_script.py).
+# Included into host scripts by `# dslab:include host/lib/engine-bound.sh` (components/hosts/host_script.py).
 
 # Every `docker` call of the script ends within DSLAB_ENGINE_TIMEOUT seconds (the stack's
 # operator.host_timeout; DSLAB_HOST names the host: components.hosts.host_script sets both).

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Included into host scripts by `# dslab:include host/lib/gossip-port.sh` (components/remote_script.py).
+# Included into host scripts by `# dslab:include host/lib/gossip-port.sh` (components/hosts/host_script.py).
 # Docker swarm's gossip listens on TCP 7946 (0x1F0A). After a leave the engine closes it within
 # seconds, but a worker that left while its manager left too can keep it open for good
 # (moby/moby#31913): a swarm made then initialises no gossip and its overlays carry nothing.

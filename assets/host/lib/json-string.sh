@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Included into host scripts by `# dslab:include host/lib/json-string.sh` (components/remote_script.py).
+# Included into host scripts by `# dslab:include host/lib/json-string.sh` (components/hosts/host_script.py).
 
 # TEXT as a JSON string, quotes included, for a result line built with printf: backslashes
 # and quotes escaped, control characters (a training log's carriage returns and colour

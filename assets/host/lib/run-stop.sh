@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Included into host scripts by `# dslab:include host/lib/run-stop.sh` (components/remote_script.py).
+# Included into host scripts by `# dslab:include host/lib/run-stop.sh` (components/hosts/host_script.py).
 
 # Stops a training run still going in CONTAINER: run-deepspeed.sh, the launcher, pdsh and the
 # ranks it started (the other nodes' ranks end with pdsh's sessions; the next run stops what

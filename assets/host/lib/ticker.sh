@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Included into host scripts by `# dslab:include host/lib/ticker.sh` (components/remote_script.py).
+# Included into host scripts by `# dslab:include host/lib/ticker.sh` (components/hosts/host_script.py).
 
 # Runs COMMAND (which says something on stderr) every DSLAB_PROGRESS_SECONDS (15) seconds until
 # the script exits: a step that takes minutes says how far it is. Sets the EXIT trap.

@@ -1,0 +1,113 @@
+"""What the fault modules (tests/faults/) share: the stack they start from, the lab's two hosts
+as the stack sees them, and what they measure and print. Each module runs its scenarios on a
+stack of its own, in file order, each scenario leaving the lab as the stack says; the timings
+of every module are merged into bench/out/faults.json (and printed at the module's end)."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from harness.pulumi_cli import REPO, PulumiCli, ensure_toolchain
+from harness.stack_project import Stack, project_copy
+from tests.support.sim_hosts import host_fault, hosts_up, inspect, keep_build_cache, on_host
+
+HOSTS = ("server1", "server2")
+CONTAINER = "llm"
+NETWORK = "test-net"
+REPORT = REPO / "bench" / "out" / "faults.json"
+
+TIMINGS: dict[str, dict[str, float]] = {}
+"""Scenario -> what was timed (seconds): merged into REPORT at the end of each module."""
+LOGS: list[str] = []
+"""Everything pulumi printed, for the secrets checks."""
+
+
+def fault_stack(
+    tmp_path_factory: pytest.TempPathFactory, name: str, others: tuple[str, ...] = (), converged: bool = False
+) -> Iterator[Stack]:
+    """Stack NAME of a project copy for this lab (OTHERS: more stacks' files in it), from
+    nothing, or CONVERGED (after a first `up`); afterwards the hosts powered and connected, the
+    stack destroyed and the timings reported."""
+    ensure_toolchain()
+    hosts_up(len(HOSTS))
+    for host in HOSTS:  # an earlier session's unfinished runs of this stack would be resumed
+        on_host(host, "rm", "-rf", f"/var/lib/dslab/{name}/runs")
+    work = tmp_path_factory.mktemp(f"{name}-e2e")
+    cli = PulumiCli(project_dir=project_copy(work, (name, *others)), state_dir=work / "state")
+    cli.run("stack", "init", name)
+    stack = Stack(cli, name)
+    if converged:
+        up(stack)
+        keep_build_cache()
+    yield stack
+    # Whatever a failed scenario left: hosts powered and connected, then nothing of ours.
+    for host in HOSTS:
+        host_fault("network-restore", host, check=False)
+    hosts_up(len(HOSTS))
+    cli.run("destroy", "--yes", "--stack", name, check=False)
+    report_timings()
+
+
+def report_timings() -> None:
+    """Merges this process's timings into REPORT (modules on other labs write theirs beside)."""
+    REPORT.parent.mkdir(parents=True, exist_ok=True)
+    with open(REPORT.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        merged = json.loads(REPORT.read_text()) if REPORT.exists() else {}
+        merged.update(TIMINGS)
+        REPORT.write_text(json.dumps(merged, indent=2) + "\n")
+    print("\nfault scenarios (seconds):\n" + json.dumps(TIMINGS, indent=2))
+
+
+def timed(scenario: str, what: str, started: float) -> float:
+    took = round(time.monotonic() - started, 1)
+    TIMINGS.setdefault(scenario, {})[what] = took
+    return took
+
+
+def up(stack: Stack) -> str:
+    output = stack.pulumi("up", "--yes")
+    LOGS.append(output)
+    return output
+
+
+def attempt(stack: Stack, *args: str) -> tuple[int, str]:
+    code, output = stack.attempt(*args)
+    LOGS.append(output)
+    return code, output
+
+
+def container(host: str) -> dict[str, object]:
+    found = inspect(host, "container", CONTAINER)
+    assert found is not None, f"{host} has its container"
+    return found
+
+
+def in_container(host: str, *command: str, check: bool = True) -> str:
+    return on_host(host, "docker", "exec", CONTAINER, *command, check=check)
+
+
+def manager_logs_in_to(host: str) -> bool:
+    """The manager's container logs in to HOST's with strict host keys, as pdsh does."""
+    return in_container("server1", "ssh", "-o", "StrictHostKeyChecking=yes", host, "hostname", check=False).strip() == host
+
+
+def training_log() -> str:
+    return in_container("server1", "cat", "/opt/dslab/run/train.log")
+
+
+def assert_trained_across_both(stack: Stack) -> None:
+    log = training_log()
+    assert "dslab: world_size=2" in log and "dslab: finished" in log, log[-2000:]
+    assert stack.outputs()["training_status"] == "succeeded"
+
+
+
+def locks_left(stack: Stack) -> list[str]:
+    """The stack locks a pulumi run left in the state directory (one killed, not one that failed)."""
+    return [lock.name for lock in (stack.cli.state_dir / ".pulumi" / "locks").rglob("*.json")]
