@@ -1,8 +1,10 @@
 """Runs the end-to-end test modules side by side, each lane on a simulated lab of its own.
 
 ``python -m harness.lanes [--lanes N] [-m MARKERS] [MODULE ...]``: the modules that hold tests
-selected by MARKERS (default ``e2e``) are handed out whole, longest first, to N lanes (default 2,
-or ``DSLAB_TEST_LANES``); lane K runs its modules one after another with ``DSLAB_LAB=K``, so their
+selected by MARKERS (default ``e2e``) are handed out whole to N lanes (default 2, or
+``DSLAB_TEST_LANES``), longest first, each to the lane with the least work so far; the plan
+depends only on the modules, so a module runs on the same lab every time and finds that lab's
+build cache warm. Lane K runs its modules one after another with ``DSLAB_LAB=K``, so their
 simulated hosts, subnet, operator files and stacks are lab K's and nothing of another lane's. Each
 module is its own ``pytest`` run; its lines are printed as they come, prefixed with the lab and the
 module. At the end: every module's duration and result, and the exit status is non-zero when any
@@ -13,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import queue
 import subprocess
 import sys
 import threading
@@ -70,15 +71,25 @@ def modules_with(markers: str, paths: Sequence[str]) -> list[str]:
     return sorted(modules, key=lambda module: (-EXPECTED_MINUTES.get(module, UNKNOWN_MINUTES), module))
 
 
-class Lanes:
-    """Hands modules out to lanes and prints what they say, a line at a time."""
+def plan_lanes(modules: Sequence[str], lanes: int) -> list[list[str]]:
+    """The modules of each lane: longest first, each to the lane with the least expected work
+    (ties: the lower lane)."""
+    plan: list[list[str]] = [[] for _ in range(lanes)]
+    load = [0.0] * lanes
+    for module in sorted(modules, key=lambda m: (-EXPECTED_MINUTES.get(m, UNKNOWN_MINUTES), m)):
+        lane = min(range(lanes), key=lambda index: (load[index], index))
+        plan[lane].append(module)
+        load[lane] += EXPECTED_MINUTES.get(module, UNKNOWN_MINUTES)
+    return plan
 
-    def __init__(self, modules: list[str], lanes: int, markers: str, pytest_args: Sequence[str]) -> None:
-        self.todo: queue.Queue[ModuleRun] = queue.Queue()
-        self.runs = [ModuleRun(module) for module in modules]
-        for run in self.runs:
-            self.todo.put(run)
-        self.lanes = lanes
+
+class Lanes:
+    """Runs each lane's modules on its lab and prints what they say, a line at a time."""
+
+    def __init__(self, plan: list[list[str]], markers: str, pytest_args: Sequence[str]) -> None:
+        self.plan = [[ModuleRun(module) for module in modules] for modules in plan]
+        self.runs = [run for lane in self.plan for run in lane]
+        self.lanes = len(plan)
         self.markers = markers
         self.pytest_args = list(pytest_args)
         self.print_lock = threading.Lock()
@@ -89,11 +100,7 @@ class Lanes:
             sys.stdout.flush()
 
     def lane(self, lab: int) -> None:
-        while True:
-            try:
-                run = self.todo.get_nowait()
-            except queue.Empty:
-                return
+        for run in self.plan[lab]:
             self.run_module(run, lab)
 
     def run_module(self, run: ModuleRun, lab: int) -> None:
@@ -129,7 +136,7 @@ class Lanes:
         return 0 if all(run.returncode == 0 for run in self.runs) else 1
 
     def report(self, wall: float) -> None:
-        print(f"\nend-to-end modules on {self.lanes} labs side by side (longest first):")
+        print(f"\ntest modules on {self.lanes} labs side by side (longest first):")
         print(f"{'module':<44} {'lab':>3} {'minutes':>7}  result")
         for run in sorted(self.runs, key=lambda r: -r.seconds):
             result = "passed" if run.returncode == 0 else f"FAILED (exit {run.returncode})"
@@ -150,9 +157,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not modules:
         print(f"lanes: no test selected by -m {args.markers!r}", file=sys.stderr)
         return 5
-    lanes = min(args.lanes, len(modules))
-    print(f"lanes: {len(modules)} modules on {lanes} labs: " + ", ".join(Path(m).stem for m in modules), flush=True)
-    return Lanes(modules, lanes, args.markers, pytest_args).run()
+    plan = plan_lanes(modules, min(args.lanes, len(modules)))
+    for lab, lane in enumerate(plan):
+        print(f"lanes: lab {lab}: " + ", ".join(Path(m).stem for m in lane), flush=True)
+    return Lanes(plan, args.markers, pytest_args).run()
 
 
 if __name__ == "__main__":
