@@ -1,0 +1,29 @@
+"""How the end-to-end modules are shared out among the labs (harness/lanes.py)."""
+
+from __future__ import annotations
+
+from harness.lanes import EXPECTED_MINUTES, UNKNOWN_MINUTES, plan_lanes
+
+
+def minutes(lane: list[str]) -> float:
+    return sum(EXPECTED_MINUTES.get(module, UNKNOWN_MINUTES) for module in lane)
+
+
+def test_every_module_runs_once_and_the_lanes_are_balanced_to_within_the_longest_module() -> None:
+    modules = sorted(EXPECTED_MINUTES)
+    for lanes in (1, 2, 3, 4):
+        plan = plan_lanes(modules, lanes)
+        assert sorted(module for lane in plan for module in lane) == modules
+        loads = [minutes(lane) for lane in plan]
+        assert max(loads) - min(loads) <= max(EXPECTED_MINUTES.values()), (lanes, loads)
+
+
+def test_the_plan_depends_only_on_the_modules_so_each_finds_its_lab_warm() -> None:
+    modules = sorted(EXPECTED_MINUTES)
+    assert plan_lanes(modules, 3) == plan_lanes(list(reversed(modules)), 3)
+    assert plan_lanes(modules, 2)[0][0] == "tests/e2e/test_llamafactory_e2e.py", "the longest starts first, on lab 0"
+
+
+def test_a_module_without_an_estimate_counts_as_an_average_one() -> None:
+    plan = plan_lanes(["tests/e2e/test_new_e2e.py", "tests/e2e/test_program_e2e.py"], 2)
+    assert plan == [["tests/e2e/test_program_e2e.py"], ["tests/e2e/test_new_e2e.py"]]
