@@ -1,0 +1,379 @@
+"""A lab's servers as the program sees them, for property tests of the plan (no host touched).
+
+What is modelled: each server (a `Machine`, by its address) and what it would answer the hosts'
+probe (components.hosts.probe, assets/host/host-facts.sh through assets/operator/ask-hosts.sh):
+its interface MTU, the container of the stack it holds (the host it was made for, its overlay
+address, its swarm node), the addresses in use on the overlay, its claim, the marks the steps
+left on it (the swarm membership, a shipped image) and inside its container (keys, trust files,
+run files, the reach check). A `LabModel` holds a stack's configuration (validated by
+components.config, as `pulumi up` would), previews the program against the servers' answers
+under the recording mock engine, and applies a preview as `up` would: the servers then hold what
+the run recorded. A `Plan` is one preview beside the last applied run, as `pulumi preview` reads
+it: a resource whose inputs changed is planned for an update or a replacement.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import Callable, Collection, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import pulumi
+import yaml
+
+from components.config import Host, LabConfig, LabConfigError, load_lab_config, strip_namespace
+from components.hosts.probe import SSH_ANSWER_S
+from components.steps.deepspeed_launch import RUN_FILES_STEP
+from components.steps.ssh_mesh import KEYS_STEP, REACH_STEP, TRUST_STEP
+from components.steps.swarm import SWARM_STEP
+from components.steps.training_image import IMAGE_STEP
+from harness.pulumi_cli import REPO
+from tests.support.credentials import unit_credentials
+from tests.support.recording_mocks import DOCKER_CONTAINER, Recorded, RecordingMocks, step_generation
+
+OWNER = "organization/dslab/dev"
+"""The stack every server is claimed for."""
+SWARM_PORT = 2377
+
+Resources = Mapping[str, Recorded]
+
+
+@dataclass(frozen=True)
+class HeldContainer:
+    """The stack's training container on a server, as `docker inspect` shows it."""
+
+    host: str
+    """Its dslab.host label: the host name it was made for."""
+    address: str
+    """Its static overlay address."""
+
+
+@dataclass(frozen=True)
+class SwarmMembership:
+    node_id: str
+    manager: bool
+    managers: tuple[str, ...]
+    """The managers the node knows, `address:2377`."""
+
+
+@dataclass(frozen=True)
+class Machine:
+    """One server: what is on it now."""
+
+    address: str
+    mtu: int
+    """The MTU of the interface holding its address."""
+    container: HeldContainer | None = None
+    swarm: SwarmMembership | None = None
+    claimed: bool = False
+    host_steps: Mapping[str, int] = field(default_factory=dict)
+    """Step -> the generation its mark on the server says (~/.dslab/steps): swarm, image."""
+    container_steps: Mapping[str, int] = field(default_factory=dict)
+    """Step -> the generation its mark inside the container says (/opt/dslab/steps)."""
+    image_present: bool = True
+    """Whether the shipped image its `image` mark checks is still there."""
+
+    def wiped(self) -> Machine:
+        """Reinstalled: no container, no image, no swarm, no claim, no marks."""
+        return Machine(self.address, self.mtu)
+
+
+def probe_answer(config: LabConfig, machines: Mapping[str, Machine], silent: Collection[str] = ()) -> str:
+    """What ask-hosts.sh prints for CONFIG's hosts on these servers; a SILENT host's ssh gave no
+    reply in time (`HOST silent SECONDS`)."""
+    want_mtu = config.network.mode == "overlay" and config.network.mtu is None
+    on_overlay = sorted(m.container.address for m in machines.values() if m.container is not None)
+    lines: list[str] = []
+    for host in config.hosts:
+        name = host.name
+        if name in silent:
+            lines.append(f"{name} silent {config.operator.host_timeout + SSH_ANSWER_S}")
+            continue
+        machine = machines[host.address]
+        if want_mtu:
+            lines.append(f"{name} mtu {machine.mtu}")
+        if machine.container is not None:
+            lines.append(f"{name} held {machine.container.host} {machine.container.address}")
+            # The overlay's gossip: a server with a container on it sees every endpoint.
+            lines += [f"{name} in-use {address}" for address in on_overlay]
+        if machine.swarm is not None:
+            role = "manager" if machine.swarm.manager else "worker"
+            lines.append(" ".join([name, "swarm-node", machine.swarm.node_id, role, *machine.swarm.managers]))
+        if machine.claimed:
+            lines.append(f"{name} claimed-by {OWNER}")
+        for step, generation in sorted(machine.host_steps.items()):
+            if step == IMAGE_STEP and not machine.image_present:
+                lines.append(f"{name} step {step} {generation + 1} image dslab/train is gone")
+            else:
+                lines.append(f"{name} step {step} {generation}")
+        if machine.container is not None:
+            lines += [f"{name} step {step} {gen}" for step, gen in sorted(machine.container_steps.items())]
+    return "".join(f"{line}\n" for line in lines)
+
+
+def run_program(config: LabConfig, answers: str) -> Resources:
+    """`pulumi preview` of the Lab for CONFIG, the hosts answering ANSWERS: every resource
+    registered, with its inputs (the program runs to its end before this returns).
+
+    The program is a function of the two (the mocks answer nothing else), so a run is kept
+    and handed out again for the same two: sequences of edits share their beginnings. It runs
+    in a thread of its own: the SDK records the call stack of every resource it registers,
+    and pytest's and Hypothesis's frames under it would double the time of a run."""
+    key = (config.model_dump_json(), answers)
+    if key not in _RUNS:
+        if len(_RUNS) >= _KEPT_RUNS:
+            _RUNS.pop(next(iter(_RUNS)))
+        _RUNS[key] = MappingProxyType(_PROGRAM_THREAD.submit(_run_program, config, answers).result())
+    return _RUNS[key]
+
+
+_RUNS: dict[tuple[str, str], Resources] = {}
+_KEPT_RUNS = 256
+
+
+def _new_event_loop() -> None:
+    asyncio.set_event_loop(asyncio.new_event_loop())
+
+
+_PROGRAM_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pulumi-program", initializer=_new_event_loop)
+
+
+def _run_program(config: LabConfig, answers: str) -> dict[str, Recorded]:
+    from components.lab import Lab
+
+    mocks = RecordingMocks(answers=answers)
+    pulumi.runtime.set_mocks(mocks, project="dslab", stack="dev", preview=True)
+
+    @pulumi.runtime.test
+    def program() -> pulumi.Output[Any]:
+        lab = Lab("lab", config, project_dir=Path(REPO), owner=OWNER, credentials=unit_credentials(config))
+        assert lab.launch is not None, "the modelled stacks train"
+        return pulumi.Output.all(lab.container_ips, lab.launch.resource.urn)
+
+    program()
+    return dict(mocks.resources)
+
+
+# --- reading a run's recorded resources ---
+
+
+def container_name(config: LabConfig, host: str) -> str:
+    return f"{host}-{config.container.name}"
+
+
+def containers(config: LabConfig, resources: Resources) -> dict[str, Recorded]:
+    """Host name -> its training container (the IPsec containers are not training containers)."""
+    found = {host.name: resources.get(container_name(config, host.name)) for host in config.hosts}
+    return {host: recorded for host, recorded in found.items() if recorded is not None and recorded.type == DOCKER_CONTAINER}
+
+
+def overlay_address(container: Recorded) -> str:
+    return str(container.inputs["networksAdvanced"][0]["ipv4Address"])
+
+
+def labels(container: Recorded) -> dict[str, str]:
+    return {label["label"]: label["value"] for label in container.inputs.get("labels") or []}
+
+
+def swarm_step_name(config: LabConfig, host: str) -> str:
+    return f"lab-swarm-{host}-{'init' if host == config.manager.name else 'join'}"
+
+
+def ship_step_name(host: str) -> str:
+    return f"lab-image-{host}-ship"
+
+
+def container_step_names(config: LabConfig, host: str) -> dict[str, str]:
+    """Step (as the probe names it) -> the Command that keeps it inside HOST's container."""
+    names = {
+        KEYS_STEP: f"lab-mesh-{host}-keys",
+        TRUST_STEP: f"lab-mesh-{host}-trust",
+        RUN_FILES_STEP: f"lab-training-{host}-files",
+    }
+    if host == config.manager.name:
+        names[REACH_STEP] = "lab-mesh-reach"
+    return names
+
+
+def generation_of(resources: Resources, name: str) -> int | None:
+    recorded = resources.get(name)
+    return step_generation(recorded) if recorded is not None else None
+
+
+def machines_after_up(config: LabConfig, resources: Resources, machines: Mapping[str, Machine]) -> dict[str, Machine]:
+    """The servers once `up` has applied a run of CONFIG that recorded RESOURCES: each host's
+    server holds what the run made (its marks with the generations the steps ran with); a
+    server no host of CONFIG names is left with nothing of the stack."""
+    by_address = {host.address: host for host in config.hosts}
+    manager = f"{config.manager.address}:{SWARM_PORT}"
+    made = containers(config, resources)
+    after: dict[str, Machine] = {}
+    for address, machine in machines.items():
+        host = by_address.get(address)
+        if host is None:
+            after[address] = machine.wiped()
+            continue
+        container = made[host.name]
+        is_manager = host.name == config.manager.name
+        host_steps = {SWARM_STEP: generation_of(resources, swarm_step_name(config, host.name))}
+        host_steps[IMAGE_STEP] = generation_of(resources, ship_step_name(host.name))
+        container_steps = {
+            step: generation_of(resources, name) for step, name in container_step_names(config, host.name).items()
+        }
+        after[address] = Machine(
+            address=address,
+            mtu=machine.mtu,
+            container=HeldContainer(host=labels(container)["dslab.host"], address=overlay_address(container)),
+            swarm=SwarmMembership(
+                node_id=labels(container)["dslab.swarm-node"],
+                manager=is_manager,
+                managers=() if is_manager else (manager,),
+            ),
+            claimed=True,
+            host_steps={step: gen for step, gen in host_steps.items() if gen is not None},
+            container_steps={step: gen for step, gen in container_steps.items() if gen is not None},
+            image_present=True,
+        )
+    return after
+
+
+# --- the stack and its servers ---
+
+
+def dev_values(hosts: int) -> dict[str, Any]:
+    """Pulumi.dev.yaml's configuration (namespace stripped) with HOSTS hosts, server1 the
+    manager, and the batch size that fits them."""
+    document = yaml.safe_load((REPO / "Pulumi.dev.yaml").read_text(encoding="utf-8"))
+    values, _ = strip_namespace(document["config"])
+    template = values["hosts"][1]
+    values["hosts"] = [values["hosts"][0]] + [
+        {**template, "name": f"server{index}", "address": f"10.0.18.{index}"} for index in range(2, hosts + 1)
+    ]
+    values["training"]["deepspeed"]["train_batch_size"] = batch_size_for(values)
+    return values
+
+
+def batch_size_for(values: Mapping[str, Any]) -> int:
+    """micro batch x accumulation x world size, for the configuration VALUES (one slot a host)."""
+    deepspeed = values["training"]["deepspeed"]
+    return int(deepspeed["train_micro_batch_size_per_gpu"]) * int(deepspeed["gradient_accumulation_steps"]) * len(
+        values["hosts"]
+    )
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One preview beside the run `up` applied last."""
+
+    before: LabConfig
+    """The configuration of the run applied last."""
+    after: LabConfig
+    """The configuration previewed."""
+    previous: Resources
+    """What the run applied last recorded (empty for a new stack)."""
+    resources: Resources
+    """What this preview recorded."""
+    silent: frozenset[str] = frozenset()
+    """Hosts that did not answer the probe."""
+    wiped: frozenset[str] = frozenset()
+    """Hosts whose server was reinstalled since the run applied last."""
+    image_gone: frozenset[str] = frozenset()
+    """Hosts whose shipped image was removed since the run applied last."""
+
+    @property
+    def nothing_changed(self) -> bool:
+        """Same configuration, servers as the last run left them, every host answering."""
+        return self.before == self.after and not (self.silent or self.wiped or self.image_gone)
+
+
+class LabModel:
+    """A stack's configuration and its servers; `preview` runs the program, `up` applies."""
+
+    def __init__(self, values: dict[str, Any], mtus: Mapping[str, int]) -> None:
+        self.values = values
+        self.config = load_lab_config(values)
+        self.machines = {host.address: Machine(host.address, mtus[host.address]) for host in self.config.hosts}
+        self.applied_config = self.config
+        self.applied: Resources = {}
+        self._wiped: set[str] = set()
+        self._image_gone: set[str] = set()
+
+    @classmethod
+    def new(cls, hosts: int = 2, mtus: Mapping[str, int] | None = None) -> LabModel:
+        """A new dev stack of HOSTS hosts, nothing on its servers yet (MTUS: address -> the
+        server's interface MTU, 1500 when not given)."""
+        values = dev_values(hosts)
+        mtus = mtus or {}
+        return cls(values, {host["address"]: mtus.get(host["address"], 1500) for host in values["hosts"]})
+
+    @classmethod
+    def running(cls, hosts: int = 2, mtus: Mapping[str, int] | None = None) -> LabModel:
+        """A new dev stack of HOSTS hosts after its first `up`."""
+        model = cls.new(hosts, mtus)
+        model.up(model.preview())
+        return model
+
+    # --- edits of the stack configuration ---
+
+    def edit(self, change: Callable[[dict[str, Any]], None]) -> LabConfigError | None:
+        """CHANGE applied to a copy of the configuration, validated as `pulumi up` does: taken
+        when valid; refused (the error returned, the configuration kept) when not."""
+        values = copy.deepcopy(self.values)
+        change(values)
+        try:
+            config = load_lab_config(values)
+        except LabConfigError as error:
+            return error
+        self.values, self.config = values, config
+        return None
+
+    def add_server(self, address: str, mtu: int) -> None:
+        self.machines.setdefault(address, Machine(address, mtu))
+
+    def host(self, name: str) -> Host:
+        return next(host for host in self.config.hosts if host.name == name)
+
+    # --- what happens to the servers behind the stack's back ---
+
+    def wipe(self, name: str) -> None:
+        """HOST's server reinstalled: its container, image, swarm membership, claim and marks gone."""
+        address = self.host(name).address
+        self.machines[address] = self.machines[address].wiped()
+        self._wiped.add(name)
+
+    def remove_image(self, name: str) -> None:
+        """The shipped image removed from HOST's server (`docker image rm`)."""
+        address = self.host(name).address
+        self.machines[address] = replace(self.machines[address], image_present=False)
+        self._image_gone.add(name)
+
+    # --- runs ---
+
+    def preview(self, silent: Collection[str] = ()) -> Plan:
+        """The program against what the servers answer now (SILENT hosts not answering)."""
+        answers = probe_answer(self.config, self.machines, silent)
+        resources = run_program(self.config, answers)
+        plan = Plan(
+            before=self.applied_config,
+            after=self.config,
+            previous=self.applied,
+            resources=resources,
+            silent=frozenset(silent),
+            wiped=frozenset(self._wiped),
+            image_gone=frozenset(self._image_gone),
+        )
+        return plan
+
+    def up(self, plan: Plan) -> None:
+        """Applies PLAN: the servers hold what it recorded. (`up` refuses a host that does not
+        answer: a plan with a silent host is never applied.)"""
+        assert not plan.silent, "up stops at a host that does not answer, before anything changes"
+        self.machines = machines_after_up(plan.after, plan.resources, self.machines)
+        self.applied_config, self.applied = plan.after, plan.resources
+        self._wiped.clear()
+        self._image_gone.clear()
