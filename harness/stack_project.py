@@ -36,11 +36,8 @@ def project_copy(work: Path, stacks: tuple[str, ...] = ("dev",), lab: SimLab | N
 
 
 def dev_stack_for(lab: SimLab) -> str:
-    """Pulumi.dev.yaml with each host's address on ``lab`` (lab 0: the file as it is)."""
-    text = (REPO / "Pulumi.dev.yaml").read_text(encoding="utf-8")
-    if lab.id == 0:
-        return text
-    document = yaml.safe_load(text)
+    """Pulumi.dev.yaml with each host's address on ``lab``."""
+    document = yaml.safe_load((REPO / "Pulumi.dev.yaml").read_text(encoding="utf-8"))
     for host in document["config"]["dslab:hosts"]:
         host["address"] = lab.address(host["name"])
     return yaml.safe_dump(document, sort_keys=False)

@@ -27,7 +27,7 @@ import pulumi
 import yaml
 
 from components.config import Host, LabConfig, LabConfigError, load_lab_config, strip_namespace
-from components.hosts.probe import SSH_ANSWER_S
+from components.hosts.probe import SSH_ANSWER_S, SwarmNode
 from components.steps.deepspeed_launch import RUN_FILES_STEP
 from components.steps.ssh_mesh import KEYS_STEP, REACH_STEP, TRUST_STEP
 from components.steps.swarm import SWARM_STEP
@@ -54,14 +54,6 @@ class HeldContainer:
 
 
 @dataclass(frozen=True)
-class SwarmMembership:
-    node_id: str
-    manager: bool
-    managers: tuple[str, ...]
-    """The managers the node knows, `address:2377`."""
-
-
-@dataclass(frozen=True)
 class Machine:
     """One server: what is on it now."""
 
@@ -69,7 +61,7 @@ class Machine:
     mtu: int
     """The MTU of the interface holding its address."""
     container: HeldContainer | None = None
-    swarm: SwarmMembership | None = None
+    swarm: SwarmNode | None = None
     claimed: bool = False
     host_steps: Mapping[str, int] = field(default_factory=dict)
     """Step -> the generation its mark on the server says (~/.dslab/steps): swarm, image."""
@@ -229,7 +221,7 @@ def machines_after_up(config: LabConfig, resources: Resources, machines: Mapping
             address=address,
             mtu=machine.mtu,
             container=HeldContainer(host=labels(container)["dslab.host"], address=overlay_address(container)),
-            swarm=SwarmMembership(
+            swarm=SwarmNode(
                 node_id=labels(container)["dslab.swarm-node"],
                 manager=is_manager,
                 managers=() if is_manager else (manager,),
