@@ -11,24 +11,27 @@ from typing import Any
 
 import pulumi
 
-from components.render.build_context import ImageSource, ipsec_image_source, training_image_source
+from components.render.build_context import ipsec_image_source, training_image_source
 from components.config import LabConfig
+from components.config.address_plan import AddressPlanError
+from components.config.base import NAMESPACE
 from components.hosts.credentials import OperatorCredentials
 from components.hosts.remote_host import RemoteHost, remote_host
 from components.render.container_spec import container_spec
+from components.hosts.host_steps import HostSteps, image_verdict, results_verdict, swarm_verdict
 from components.hosts.probe import read_host_facts
 from components.hosts.engines import docker_ssh_opts, host_engine, operator_ssh_line, private_key_file, ssh_destination
 from components.steps.deepspeed_launch import RUN_FILES_STEP, DeepSpeedLaunch, DeepSpeedLaunchArgs
 from components.steps.host_claims import HostClaims, HostClaimsArgs
 from components.steps.host_ipsec import IPSEC_IMAGE_STEP, HostIpsec, HostIpsecArgs
-from components.steps.training_image import IMAGE_STEP, ImageHost, TrainingImage, TrainingImageArgs
+from components.steps.training_image import IMAGE_STEP, ImageHost, TrainingImage, TrainingImageArgs, copy_step_name
 from components.steps.input_check import InputCheck, InputCheckArgs
 from components.steps.local_copy import LocalCopy, LocalCopyArgs
 from components.render.loss_plot import loss_plot_copy, loss_plot_in_container
 from components.naming import component_type
 from components.steps.node_container import NodeContainer, NodeContainerArgs
-from components.steps.overlay_network import OverlayNetwork, OverlayNetworkArgs, tunnel_mtu
-from components.steps.results_store import ResultsStore, ResultsStoreArgs
+from components.steps.overlay_network import OverlayNetwork, OverlayNetworkArgs, mtu_of_driver_option, tunnel_mtu
+from components.steps.results_store import RESULTS_STEP, ResultsStore, ResultsStoreArgs
 from components.render.results import emptied_dirs, host_results_dir
 from components.render.run_files import run_deepspeed_env, run_files
 from components.steps.ssh_mesh import KEYS_STEP, REACH_STEP, TRUST_STEP, MeshMember, SshMesh, SshMeshArgs
@@ -69,10 +72,17 @@ class Lab(pulumi.ComponentResource):
         credentials: OperatorCredentials,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        # Before anything is registered: a host that cannot be asked stops `up` with nothing made.
-        self.facts = read_host_facts(config, owner, str(project_dir))
         self.results_dir = host_results_dir(config, owner)
         """Where each run gets its own directory, on every host."""
+        strongswan = config.network.mode == "overlay" and config.network.encryption == "strongswan"
+        self.image_sources = {IMAGE_STEP: training_image_source(config.image, project_dir)}
+        if strongswan:
+            self.image_sources[IPSEC_IMAGE_STEP] = ipsec_image_source(config.image)
+        # Before anything is registered: a host that cannot be asked stops `up` with nothing made.
+        self.facts = read_host_facts(
+            config, owner, str(project_dir), [source.tag for source in self.image_sources.values()], self.results_dir
+        )
+        self.host_steps = HostSteps(self.facts)
         super().__init__(component_type("Lab"), name, None, opts)
         self.config = config
         self.hosts: dict[str, RemoteHost] = {
@@ -82,7 +92,11 @@ class Lab(pulumi.ComponentResource):
         """Every host, the manager first: the order steps on every host run in."""
         self.engines = {host.name: host_engine(host, config.operator, parent=self) for host in config.hosts}
         # Each host keeps the address its container holds: the list's order is not identity.
-        self.plan = config.address_plan(self.facts.addresses, self.facts.in_use)
+        try:
+            self.plan = config.address_plan(self.facts.addresses, self.facts.in_use)
+        except AddressPlanError as error:
+            # One line, like every other configuration problem; nothing was changed yet.
+            raise pulumi.RunError(f"{NAMESPACE}:{error.path}: {error}") from None
         self.claims = HostClaims(
             f"{name}-claim",
             HostClaimsArgs(
@@ -95,9 +109,8 @@ class Lab(pulumi.ComponentResource):
         overlay = config.network.mode == "overlay"
         self.swarm = self._create_swarm(name) if overlay else None
         self.network = self._create_network(name, self.swarm) if self.swarm is not None else None
-        strongswan = config.network.encryption == "strongswan"
         self.ipsec = self._create_ipsec(name, self.network) if self.network is not None and strongswan else None
-        self.image = self._create_image(name, project_dir)
+        self.image = self._create_image(name)
         self.inputs = self._create_input_check(name)
         self.results = self._create_results_store(name, owner)
         self.containers = {host.name: self._create_container(name, host.name, owner) for host in config.hosts}
@@ -111,28 +124,24 @@ class Lab(pulumi.ComponentResource):
         self._register()
 
     def _create_swarm(self, name: str) -> Swarm:
+        manager = self.config.manager
+        verdicts = {
+            host.name: swarm_verdict(self.facts, host.name, manager.name, manager.address) for host in self.nodes
+        }
+        known = {host: self.host_steps.swarm_node(host, verdict) for host, verdict in verdicts.items()}
         return Swarm(
             f"{name}-swarm",
             SwarmArgs(
-                manager=self.hosts[self.config.manager.name],
+                manager=self.hosts[manager.name],
                 workers=tuple(self.hosts[worker.name] for worker in self.config.workers),
-                generations={host.name: self.facts.generation(host.name, SWARM_STEP) for host in self.nodes},
-                known_nodes=self._known_swarm_nodes(),
+                generations={
+                    host: self.host_steps.generation(host, SWARM_STEP, verdict) for host, verdict in verdicts.items()
+                },
+                known_nodes={host: node for host, node in known.items() if node is not None},
                 after=self.claims.resources,
             ),
             pulumi.ResourceOptions(parent=self),
         )
-
-    def _known_swarm_nodes(self) -> dict[str, str]:
-        manager = self.config.manager
-        manager_address = f"{manager.address}:2377"
-        known = {
-            host.name: self.facts.node_in_swarm(
-                host.name, manager_address, manager=host.name == manager.name, step=SWARM_STEP
-            )
-            for host in self.config.hosts
-        }
-        return {host: node for host, node in known.items() if node is not None}
 
     def _create_network(self, name: str, swarm: Swarm) -> OverlayNetwork:
         network = self.config.network
@@ -146,10 +155,17 @@ class Lab(pulumi.ComponentResource):
                 gateway=self.plan.gateway,
                 mtu=network.mtu,
                 interface_mtus=tuple(self.facts.mtus[host.name] for host in self.nodes if host.name in self.facts.mtus),
+                kept_mtu=self._kept_overlay_mtu(),
                 encryption=network.encryption,
             ),
             pulumi.ResourceOptions(parent=self, depends_on=[swarm], providers=[self.engines[self.config.manager.name]]),
         )
+
+    def _kept_overlay_mtu(self) -> int | None:
+        """The overlay's MTU as it stands, while a host's interface MTU could not be read."""
+        unknown = any(host.name not in self.facts.mtus for host in self.nodes)
+        driver_mtu = self.facts.network_driver_mtu
+        return mtu_of_driver_option(driver_mtu) if unknown and driver_mtu is not None else None
 
     def _create_ipsec(self, name: str, network: OverlayNetwork) -> HostIpsec:
         return HostIpsec(
@@ -158,31 +174,40 @@ class Lab(pulumi.ComponentResource):
                 hosts=self.nodes,
                 engines=self.engines,
                 container_name=f"{self.config.container.name}-ipsec",
-                image=self._image_args(IPSEC_IMAGE_STEP, ipsec_image_source(self.config.image)),
+                image=self._image_args(IPSEC_IMAGE_STEP),
                 tunnel_mtu=network.mtu.apply(tunnel_mtu),
             ),
             pulumi.ResourceOptions(parent=self),
         )
 
-    def _create_image(self, name: str, project_dir: Path) -> TrainingImage:
+    def _create_image(self, name: str) -> TrainingImage:
         return TrainingImage(
             f"{name}-image",
-            self._image_args(IMAGE_STEP, training_image_source(self.config.image, project_dir)),
+            self._image_args(IMAGE_STEP),
             pulumi.ResourceOptions(parent=self),
         )
 
-    def _image_args(self, step: str, source: ImageSource) -> TrainingImageArgs:
+    def _image_args(self, step: str) -> TrainingImageArgs:
         operator = self.config.operator
         by_name = {host.name: host for host in self.config.hosts}
+        source = self.image_sources[step]
+        # Named after this copy (its tag): a copy of another tag, deleted after this one is
+        # made, never removes this one's mark.
+        copy_step = copy_step_name(step, source.tag)
         return TrainingImageArgs(
             hosts=tuple(
                 ImageHost(node.name, self.engines[node.name], ssh_destination(by_name[node.name])) for node in self.nodes
             ),
             source=source,
             distribution=self.config.image.distribution,
-            step=step,
+            step=copy_step,
             ssh_options=tuple(docker_ssh_opts(private_key_file(operator), operator.known_hosts_path)),
-            generations={node.name: self.facts.generation(node.name, step) for node in self.nodes},
+            generations={
+                node.name: self.host_steps.generation(
+                    node.name, copy_step, image_verdict(self.facts, node.name, source.tag)
+                )
+                for node in self.nodes
+            },
             after=self.claims.resources,
         )
 
@@ -207,6 +232,12 @@ class Lab(pulumi.ComponentResource):
             ResultsStoreArgs(
                 hosts=self.nodes,
                 results_dir=self.results_dir,
+                generations={
+                    node.name: self.host_steps.generation(
+                        node.name, RESULTS_STEP, results_verdict(self.facts, node.name, self.results_dir)
+                    )
+                    for node in self.nodes
+                },
                 on_destroy=self.config.training.results_on_destroy,
                 emptied_dirs=emptied_dirs(self.config, owner),
                 after=self.claims.resources,

@@ -5,19 +5,31 @@
 #   mtu-unknown WHY    when it cannot be found
 #   held HOST ADDRESS  for each container here labelled dslab.owner=OWNER with a static
 #                      address on NETWORK (running or not; HOST is its dslab.host label)
-#   in-use ADDRESS     for each container on NETWORK anywhere in the swarm, as the overlay's
-#                      gossip tells a host that has a container on it (those on hosts that
-#                      left the stack's list hold theirs until they are removed)
-#   swarm-node ID MANAGER|worker MANAGER_ADDRESS...
-#                      the swarm node this engine is, and the managers it knows
+#   in-use ADDRESS HOST_ADDRESS
+#                      for each container on NETWORK anywhere in the swarm, and the address
+#                      of the host it is on, as the overlay's gossip tells a host that has a
+#                      container on it (those on hosts that left the stack's list hold theirs
+#                      until they are removed)
+#   network-mtu N      the overlay's driver MTU as the program set it (its dslab.driver-mtu
+#                      label), when NETWORK is seen here
+#   swarm-node ID manager|worker
+#                      the swarm node this engine is, when in a swarm (active)
+#   swarm-manager ID ADDRESS
+#                      for each manager that node knows (its node id, ADDRESS:2377)
+#   swarm-member ID ADDRESS
+#                      on a manager, for each node of its swarm (its node id, its address)
+#   image TAG ID       for each of IMAGES (comma-separated tags) this engine holds
+#   results writable|absent|read-only
+#                      the results directory RESULTS, as the containers will mount it
 #   claimed-by OWNER   the stack whose claim (docker volume dslab-claim) this host holds
 #   used-by OWNER      another stack whose containers run here
-#   step STEP N [WHAT] for each step kept on this host or inside a running container of the
-#                      stack (below)
+#   host-step STEP N   for each step done on this host: the generation it last ran with
+#                      (host/lib/step-mark.sh); whether its work is still there is read above
+#   step STEP N [WHAT] for each step kept inside a running container of the stack (below)
 #   engine-silent N    instead of the engine's lines when it gave no reply within N seconds
-# Usage: host-facts.sh OWNER NETWORK ADDRESS MTU ENGINE_TIMEOUT_S
+# Usage: host-facts.sh OWNER NETWORK ADDRESS MTU ENGINE_TIMEOUT_S IMAGES RESULTS
 set -euo pipefail
-owner=$1 network=$2 address=$3 want_mtu=$4 engine_timeout_s=$5
+owner=$1 network=$2 address=$3 want_mtu=$4 engine_timeout_s=$5 images=$6 results=$7
 
 # An engine that accepts connections but never answers (hung, swamped) would hold every call,
 # and the preview with it: each call is bounded, and one that ran out says so once.
@@ -67,12 +79,38 @@ held() {
 }
 in_use() {
   # No such network here (no container on it yet): nothing in use that this host can see.
-  docker network inspect --verbose --format '{{range .Services}}{{range .Tasks}}{{.EndpointIP}}{{"\n"}}{{end}}{{end}}' "$network" 2>/dev/null |
-    awk 'NF == 1 {print "in-use", $1}' || true
+  # Each with the address of the host it is on (the swarm node's): what a host that does not
+  # answer holds is still known from the others.
+  docker network inspect --verbose --format '{{range .Services}}{{range .Tasks}}{{.EndpointIP}} {{index .Info "Host IP"}}{{"\n"}}{{end}}{{end}}' "$network" 2>/dev/null |
+    awk 'NF >= 1 {print "in-use", $1, $2}' || true
+}
+network_mtu() {
+  docker network inspect --format '{{index .Labels "dslab.driver-mtu"}}' "$network" 2>/dev/null |
+    awk '$1 ~ /^[0-9]+$/ {print "network-mtu", $1}' || true
 }
 swarm_node() {
-  docker info --format '{{.Swarm.LocalNodeState}} {{.Swarm.NodeID}} {{.Swarm.ControlAvailable}}{{range .Swarm.RemoteManagers}} {{.Addr}}{{end}}' |
-    awk '$1 == "active" {$1 = "swarm-node"; $3 = ($3 == "true") ? "manager" : "worker"; print}'
+  local node state id manager
+  node=$(docker info --format '{{.Swarm.LocalNodeState}} {{.Swarm.NodeID}} {{.Swarm.ControlAvailable}}')
+  read -r state id manager <<<"$node"
+  [[ $state == active ]] || return 0
+  echo "swarm-node $id $([[ $manager == true ]] && echo manager || echo worker)"
+  docker info --format '{{range .Swarm.RemoteManagers}}swarm-manager {{.NodeID}} {{.Addr}}{{"\n"}}{{end}}' | awk 'NF == 3'
+  if [[ $manager == true ]]; then
+    # shellcheck disable=SC2046  # one argument per node id
+    docker node inspect --format 'swarm-member {{.ID}} {{.Status.Addr}}' $(docker node ls --quiet)
+  fi
+}
+images_held() {
+  local tag id
+  for tag in ${images//,/ }; do
+    if id=$(docker image inspect --format '{{.Id}}' "$tag" 2>/dev/null) && [[ -n $id ]]; then echo "image $tag $id"; fi
+  done
+}
+results_dir() {
+  if [[ ! -d $results ]]; then echo "results absent"
+  elif [[ ! -w $results ]]; then echo "results read-only"
+  else echo "results writable"
+  fi
 }
 claimed_by() {
   local claim
@@ -82,12 +120,28 @@ claimed_by() {
 
 [[ -z "$ours" ]] || part 1-held held
 part 2-in-use in_use
+part 2-network-mtu network_mtu
 part 3-swarm swarm_node
 part 4-claim claimed_by
+part 4-images images_held
+results_dir >"$facts/4-results"
 awk -v owner="$owner" 'NF == 3 && $3 != owner {print "used-by", $3}' <<<"$containers" | sort -u >"$facts/5-used-by"
 
-# What the program keeps on this host and inside this stack's running containers
-# (host/lib/step-mark.sh), each mark checked by sh where it is (the containers need no bash):
+# The generation each step on this host last ran with (host/lib/step-mark.sh): only that;
+# whether its work is there is read from the host itself, above.
+host_steps() {
+  local mark generation
+  for mark in "$HOME"/.dslab/steps/*.gen; do
+    [[ -e $mark ]] || continue
+    generation=$(cat "$mark")
+    if [[ $generation =~ ^[0-9]+$ ]]; then echo "host-step $(basename "$mark" .gen) $generation"; fi
+  done
+}
+HOME=${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}
+host_steps >"$facts/6-host-steps"
+
+# What the program keeps inside this stack's running containers (host/lib/step-mark.sh),
+# each mark checked by sh where it is (the containers need no bash):
 #   step STEP N         intact as placed with generation N
 #   step STEP N+1 WHAT  not: the next `up` runs the step again, with generation N+1
 # shellcheck disable=SC2016  # expanded by the sh that runs it
@@ -113,7 +167,6 @@ report_marks='
     if [ -z "$differs" ]; then echo "step $step $generation"; else echo "step $step $((generation + 1)) $differs"; fi
   done
 '
-part 6-host-steps sh -c "$report_marks" marks ~/.dslab/steps  # ~: the passwd entry when HOME is unset
 container_steps() {
   docker exec "$1" sh -c "$report_marks" marks /opt/dslab/steps || true
 }

@@ -24,7 +24,12 @@ MAX_PREFIX_LENGTH = 29
 
 
 class AddressPlanError(ValueError):
-    """The subnet has no room left for another static container address."""
+    """The plan cannot be made: the subnet has no room left, or a pinned address is another
+    container's now. ``path`` is the key to change (``network.subnet``, ``hosts[1].container_address``)."""
+
+    def __init__(self, path: str, message: str) -> None:
+        self.path = path
+        super().__init__(message)
 
 
 @dataclass(frozen=True)
@@ -79,6 +84,32 @@ def static_candidates(
             yield address
 
 
+def _refuse_pins_on_held_addresses(
+    hosts: Sequence[tuple[str, str | None]],
+    pinned: Mapping[str, IPv4Address],
+    held: Mapping[str, str],
+    in_use: Collection[str],
+) -> None:
+    """A pin on the address another container holds now would replace both containers in one
+    run, in no order: the new one could be made before the old one lets the address go."""
+    index = {name: position for position, (name, _) in enumerate(hosts)}
+    for name, address in pinned.items():
+        path = f"hosts[{index[name]}].container_address"
+        holder = next((other for other, current in held.items() if other != name and IPv4Address(current) == address), None)
+        if holder is not None:
+            raise AddressPlanError(
+                path,
+                f"{address} is held now by the container of host {holder!r}; pin {holder!r} to another address "
+                f"(or leave {name!r} unpinned) and run pulumi up, then pin {name!r} to {address}",
+            )
+        if str(address) in in_use:
+            raise AddressPlanError(
+                path,
+                f"{address} is held now by the container of a host that leaves the lab; run pulumi up "
+                f"without this pin first (it removes that container), then pin {name!r} to {address}",
+            )
+
+
 def plan_addresses(
     subnet: str,
     hosts: Sequence[tuple[str, str | None]],
@@ -103,6 +134,7 @@ def plan_addresses(
     candidates = list(static_candidates(subnet, ip_range, gateway))
     valid = set(candidates)
     pinned = {name: IPv4Address(address) for name, address in hosts if address is not None}
+    _refuse_pins_on_held_addresses(hosts, pinned, held, in_use)
     taken = set(pinned.values())
     kept: dict[str, IPv4Address] = {}
     for name, _pinned in hosts:
@@ -120,9 +152,11 @@ def plan_addresses(
     for name, _pinned in hosts:
         address = pinned[name] if name in pinned else kept[name] if name in kept else next(free, None)
         if address is None:
+            holders = sorted({*held, *(host for host, _ in assigned)} | ({f"{len(in_use)} leaving"} if in_use else set()))
             raise AddressPlanError(
-                f"subnet {subnet} has no free static address left for host {name!r} "
-                f"outside ip_range {ip_range}; use a larger subnet (e.g. a /24) or a smaller ip_range"
+                "network.subnet",
+                f"{subnet} has no free static address left for host {name!r} outside ip_range {ip_range} "
+                f"(held: {', '.join(holders)}); use a larger subnet (e.g. a /24) or a smaller ip_range",
             )
         assigned.append((name, str(address)))
     return AddressPlan(

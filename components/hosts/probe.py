@@ -1,10 +1,12 @@
 """What the program reads from the hosts before it plans, on every preview and up: each
 host's interface MTU (the overlay's MTU follows the smallest), the overlay address its
 container holds (the address plan keeps it: a host's place in the list is not its identity,
-components.config.address_plan), the addresses in use on the overlay, and whether what the steps
-keep inside the containers (keys, trusted keys, run files, the reach check) is still as they
-left it (assets/host/lib/step-mark.sh): a step found changed gets its next generation, which
-runs its Command again in place.
+components.config.address_plan), the addresses in use on the overlay, what the steps done on the
+host itself made (its swarm membership, the images it holds, its results directory: read from
+the host, never from a mark; components.hosts.host_steps judges them), and whether what the
+steps keep inside the containers (keys, trusted keys, run files, the reach check) is still as
+they left it (assets/host/lib/step-mark.sh): a step found changed gets its next generation,
+which runs its Command again in place.
 
 A probe, not a resource: `command.local.run` is an invoke, run by every `pulumi preview` and
 `pulumi up` before anything is planned, so what it reads is known to the preview (a host
@@ -16,6 +18,7 @@ and reads only.
 from __future__ import annotations
 
 import shlex
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -52,8 +55,10 @@ class SwarmNode:
 
     node_id: str
     manager: bool
-    managers: tuple[str, ...]
-    """The managers it knows, `address:2377`."""
+    managers: tuple[tuple[str, str], ...] = ()
+    """The managers it knows: (node id, `address:2377`)."""
+    members: tuple[tuple[str, str], ...] = ()
+    """On a manager, every node of its swarm: (node id, the node's address)."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +66,8 @@ class HostFacts:
     """What the hosts said."""
 
     addresses: dict[str, str]
-    """Host name -> the overlay address its container holds."""
+    """Host name -> the overlay address its container holds (as it said, or, for a host that
+    could not be asked, as the overlay's gossip on the others says)."""
     in_use: frozenset[str]
     """Addresses other containers on the overlay hold (those of hosts that left the list keep
     theirs until `up` removes them, at its end): given to nobody in this run."""
@@ -73,22 +79,21 @@ class HostFacts:
     """(host name, step) -> its mark; a step not found (not made yet) has generation 0."""
     swarm_nodes: dict[str, SwarmNode] = field(default_factory=dict)
     """Host name -> the swarm node its engine is, when in a swarm."""
+    images: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Host name -> the images asked about that it holds: tag -> image id."""
+    results: dict[str, str] = field(default_factory=dict)
+    """Host name -> its results directory: writable, absent or read-only."""
+    host_marks: dict[tuple[str, str], int] = field(default_factory=dict)
+    """(host name, step) -> the generation a step done on the host itself last ran with."""
+    fresh_generation: int = 0
+    """A generation no earlier run has used: for a step done on a host that kept no mark of it."""
+    network_driver_mtu: int | None = None
+    """The overlay's driver MTU as it stands (its dslab.driver-mtu label), where a host sees it."""
 
     def generation(self, host: str, step: str) -> int:
         """The generation the step's Command on `host` runs with (components.hosts.host_script)."""
         mark = self.steps.get((host, step))
         return mark.generation if mark is not None else 0
-
-    def node_in_swarm(self, host: str, manager_address: str, *, manager: bool, step: str) -> str | None:
-        """The node id `host` has in the swarm of MANAGER_ADDRESS (`address:2377`), known before
-        anything runs, when the host is in it as it should be and its step found nothing
-        changed; None when its swarm step has yet to (re)make it."""
-        node = self.swarm_nodes.get(host)
-        mark = self.steps.get((host, step))
-        if node is None or (mark is not None and mark.differs):
-            return None
-        in_place = node.manager if manager else (not node.manager and manager_address in node.managers)
-        return node.node_id if in_place else None
 
 
 def held_by_another(owner: str, what: str) -> str:
@@ -96,12 +101,18 @@ def held_by_another(owner: str, what: str) -> str:
 
 
 def parse_answers(
-    output: str, hosts: Sequence[Host], known_hosts_path: str, want_mtu: bool, owner: str = ""
+    output: str,
+    hosts: Sequence[Host],
+    known_hosts_path: str,
+    want_mtu: bool,
+    owner: str = "",
+    fresh_generation: int = 0,
 ) -> HostFacts:
-    """ask-hosts.sh's lines (`HOST held LABEL ADDRESS`, `HOST in-use ADDRESS`, `HOST mtu N`,
-    `HOST mtu-unknown WHY`, `HOST step STEP N [WHAT]`, `HOST claimed-by|used-by OWNER`,
-    `HOST unreachable|silent|failed ...`) as HostFacts: a host another stack than OWNER holds is
-    a problem."""
+    """ask-hosts.sh's lines (`HOST held LABEL ADDRESS`, `HOST in-use ADDRESS HOST_ADDRESS`,
+    `HOST mtu N`, `HOST mtu-unknown WHY`, `HOST swarm-node|swarm-manager|swarm-member ...`,
+    `HOST image TAG ID`, `HOST results STATE`, `HOST host-step STEP N`, `HOST step STEP N [WHAT]`,
+    `HOST claimed-by|used-by OWNER`, `HOST unreachable|silent|failed ...`) as HostFacts: a host
+    another stack than OWNER holds is a problem."""
     destination = {host.name: f"{host.name} ({host.address}:{host.ssh_port})" for host in hosts}
     addresses: dict[str, str] = {}
     in_use: set[str] = set()
@@ -109,6 +120,13 @@ def parse_answers(
     problems: dict[str, str] = {}
     steps: dict[tuple[str, str], StepMark] = {}
     swarm_nodes: dict[str, SwarmNode] = {}
+    managers: dict[str, list[tuple[str, str]]] = {}
+    members: dict[str, list[tuple[str, str]]] = {}
+    images: dict[str, dict[str, str]] = {}
+    results: dict[str, str] = {}
+    host_marks: dict[tuple[str, str], int] = {}
+    hosted_on: dict[str, str] = {}
+    network_driver_mtu: int | None = None
     for line in output.splitlines():
         host, kind, rest = (line.split(" ", 2) + ["", ""])[:3]
         where = destination.get(host, host)
@@ -119,16 +137,33 @@ def parse_answers(
             else:
                 in_use.add(address)
         elif kind == "in-use":
-            in_use.add(rest)
+            address, _, host_address = rest.partition(" ")
+            in_use.add(address)
+            if host_address:
+                hosted_on[address] = host_address
         elif kind == "mtu" and rest.isdigit():
             mtus[host] = int(rest)
+        elif kind == "network-mtu" and rest.isdigit():
+            network_driver_mtu = int(rest)
         elif kind == "step":
             step, generation, differs = (rest.split(" ", 2) + ["", ""])[:3]
             if generation.isdigit():
                 steps[(host, step)] = StepMark(int(generation), differs.strip())
         elif kind == "swarm-node":
-            node_id, role, *managers = rest.split()
-            swarm_nodes[host] = SwarmNode(node_id, role == "manager", tuple(managers))
+            node_id, _, role = rest.partition(" ")
+            swarm_nodes[host] = SwarmNode(node_id, role == "manager")
+        elif kind in ("swarm-manager", "swarm-member"):
+            node_id, _, address = rest.partition(" ")
+            (managers if kind == "swarm-manager" else members).setdefault(host, []).append((node_id, address))
+        elif kind == "image":
+            tag, _, image_id = rest.partition(" ")
+            images.setdefault(host, {})[tag] = image_id
+        elif kind == "results":
+            results[host] = rest
+        elif kind == "host-step":
+            step, _, generation = rest.partition(" ")
+            if generation.isdigit():
+                host_marks[(host, step)] = int(generation)
         elif kind == "claimed-by" and owner and rest != owner:
             problems[host] = held_by_another(rest, "docker volume dslab-claim")
         elif kind == "used-by" and owner and host not in problems:
@@ -147,6 +182,24 @@ def parse_answers(
         for name in (host.name for host in hosts):
             if name not in mtus and name not in problems:
                 problems[name] = "did not tell its interface MTU"
+    swarm_nodes = {
+        host: SwarmNode(node.node_id, node.manager, tuple(managers.get(host, ())), tuple(members.get(host, ())))
+        for host, node in swarm_nodes.items()
+    }
+    # A host that could not be asked keeps what the others see of it: its container's address
+    # on the overlay, its node in the manager's swarm.
+    for silent in (entry for entry in hosts if entry.name in problems):
+        held = [address for address, on in hosted_on.items() if on == silent.address]
+        if len(held) == 1 and held[0] not in addresses.values():
+            addresses[silent.name] = held[0]
+        known = [
+            SwarmNode(node_id, False)
+            for node in swarm_nodes.values()
+            for node_id, address in node.members
+            if address == silent.address
+        ]
+        if len(known) == 1:
+            swarm_nodes[silent.name] = known[0]
     return HostFacts(
         addresses=addresses,
         in_use=frozenset(in_use - set(addresses.values())),
@@ -154,33 +207,46 @@ def parse_answers(
         problems=problems,
         steps=steps,
         swarm_nodes=swarm_nodes,
+        images=images,
+        results=results,
+        host_marks=host_marks,
+        fresh_generation=fresh_generation,
+        network_driver_mtu=network_driver_mtu,
     )
 
 
-def ask_command(config: LabConfig, owner: str, want_mtu: bool) -> str:
-    """ask-hosts.sh's command line: every host of the stack, the operator's ssh options."""
+def ask_command(config: LabConfig, owner: str, want_mtu: bool, images: Sequence[str], results_dir: str) -> str:
+    """ask-hosts.sh's command line: every host of the stack, the IMAGES (tags) and RESULTS_DIR
+    to look for, the operator's ssh options."""
     operator = config.operator
     hosts = [f"{host.name}={ssh_destination(host)}" for host in config.hosts]
     options = docker_ssh_opts(private_key_file(operator), operator.known_hosts_path)
     return shlex.join(
         [
             "bash", str(ASK_SCRIPT), str(HOST_SCRIPT), owner, config.network.name, "yes" if want_mtu else "no",
-            str(operator.host_timeout), str(operator.host_timeout + SSH_ANSWER_S), *hosts, "--", *options,
+            str(operator.host_timeout), str(operator.host_timeout + SSH_ANSWER_S), ",".join(images), results_dir,
+            *hosts, "--", *options,
         ]
     )  # fmt: skip
 
 
-def read_host_facts(config: LabConfig, owner: str, project_dir: str) -> HostFacts:
+def read_host_facts(
+    config: LabConfig, owner: str, project_dir: str, images: Sequence[str], results_dir: str
+) -> HostFacts:
     """Asks every host. A host that cannot be asked, or cannot tell its MTU, fails `pulumi up`
-    naming it before anything changes; a preview warns and plans without what that host would
-    have said. What differs inside a container is said, with what `up` does about it."""
+    naming it before anything changes; a preview warns and plans what could not be read as it
+    stands. What differs inside a container is said, with what `up` does about it."""
     # On the hosts' own network there is no overlay: no MTU to follow.
     want_mtu = config.network.mode == "overlay" and config.network.mtu is None
     # Its lines are read here, not shown: a problem is reported once, by name, below.
     result = command.local.run(
-        command=ask_command(config, owner, want_mtu), dir=project_dir, logging=command.local.Logging.NONE
+        command=ask_command(config, owner, want_mtu, images, results_dir),
+        dir=project_dir,
+        logging=command.local.Logging.NONE,
     )
-    facts = parse_answers(result.stdout, config.hosts, config.operator.known_hosts_path, want_mtu, owner)
+    facts = parse_answers(
+        result.stdout, config.hosts, config.operator.known_hosts_path, want_mtu, owner, fresh_generation=time.time_ns() // 1000
+    )
     for (host, step), mark in sorted(facts.steps.items()):
         if mark.differs:
             pulumi.log.info(f"{host}: {step} is not as up left it ({mark.differs}); up makes it again in place")
@@ -190,6 +256,7 @@ def read_host_facts(config: LabConfig, owner: str, project_dir: str) -> HostFact
             raise pulumi.RunError(f"{report}\n(asking every host before planning; nothing was changed)")
         pulumi.warn(
             f"{report}\n(this preview plans {', '.join(sorted(facts.problems))} without what could not be "
-            "read: as if no container were there, with the other hosts' MTU)"
+            "read: its container where the other hosts see it, with the other hosts' MTU; its steps as "
+            "if to be done again)"
         )
     return facts

@@ -25,6 +25,9 @@ class OverlayNetworkArgs:
     mtu: int | None
     """None: the smallest MTU of the hosts' interfaces minus the VXLAN overhead."""
     interface_mtus: tuple[int, ...]
+    kept_mtu: int | None = None
+    """The overlay's MTU as it stands, kept while a host's interface MTU is unknown (a host that
+    did not answer a preview): a new MTU would replace the network and every container on it."""
     """The MTU of each host's interface that holds its address (components.hosts.probe, read
     on every preview and up): a host that joins the list is known to the preview."""
     encryption: Literal["none", "docker", "strongswan"] = "none"
@@ -72,6 +75,11 @@ def tunnel_mtu(overlay: int) -> int:
     return min(overlay + VXLAN_OVERHEAD, LIBIPSEC_MTU)
 
 
+def mtu_of_driver_option(driver_mtu: int) -> int:
+    """The containers' MTU under the driver's `com.docker.network.driver.mtu` (driver_mtu_option's inverse)."""
+    return driver_mtu - VXLAN_OVERHEAD
+
+
 def driver_mtu_option(mtu: int) -> int:
     """The overlay driver's `com.docker.network.driver.mtu` for containers to get `mtu`:
     docker takes the option as the underlay's MTU and gives containers 50 bytes less
@@ -110,6 +118,8 @@ class OverlayNetwork(pulumi.ComponentResource):
         ]
         if args.mtu is not None:
             mtu = args.mtu
+        elif args.kept_mtu is not None:
+            mtu = args.kept_mtu
         else:
             tunnel = args.encryption == "strongswan"
             mtu = overlay_mtu(

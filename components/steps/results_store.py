@@ -12,11 +12,18 @@ from components.hosts.remote_host import RemoteHost
 from components.naming import component_type
 
 
+RESULTS_STEP = "results"
+"""The results directory's step, as the hosts' probe names it."""
+
+
 @dataclass(frozen=True)
 class ResultsStoreArgs:
     hosts: tuple[RemoteHost, ...]
     results_dir: str
     """training.results_dir on every host (components.render.results.host_results_dir)."""
+    generations: dict[str, int]
+    """Host name -> the generation its step runs with (components.hosts.host_steps): a
+    directory found gone or read-only is made again."""
     on_destroy: Literal["keep", "remove"]
     """training.results_on_destroy."""
     emptied_dirs: tuple[str, ...]
@@ -46,6 +53,7 @@ class ResultsStore(pulumi.ComponentResource):
                 "host/results-dir.sh",
                 ["make", args.results_dir],
                 delete_args=["release", args.on_destroy, args.results_dir, *emptied],
+                generation=args.generations.get(host.name, 0),
                 opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.after)),
             )
             for host in args.hosts

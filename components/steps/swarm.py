@@ -60,14 +60,12 @@ class Swarm(pulumi.ComponentResource):
         super().__init__(component_type("Swarm"), name, None, opts)
         self.manager = self._create_manager(name, args)
         self.join_token = pulumi.Output.secret(self.manager.stdout.apply(lambda stdout: swarm_result(stdout)["join_token"]))
-        self.joins = {worker.name: self._create_worker(name, worker, args) for worker in args.workers}
         # Not secret, though the manager's result (which holds the join token) is. The same id
         # the step prints, where the hosts' probe already found it.
-        made = {args.manager.name: pulumi.Output.unsecret(node_id_of(self.manager))}
-        made |= {host: node_id_of(join) for host, join in self.joins.items()}
-        self.node_ids = {
-            host: pulumi.Output.from_input(args.known_nodes[host]) if host in args.known_nodes else node_id
-            for host, node_id in made.items()
+        manager_node = self._known(args, args.manager.name, pulumi.Output.unsecret(node_id_of(self.manager)))
+        self.joins = {worker.name: self._create_worker(name, worker, manager_node, args) for worker in args.workers}
+        self.node_ids = {args.manager.name: manager_node} | {
+            host: self._known(args, host, node_id_of(join)) for host, join in self.joins.items()
         }
         self.register_outputs({"join_token": self.join_token})
 
@@ -84,13 +82,21 @@ class Swarm(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.after), additional_secret_outputs=["stdout"]),
         )
 
-    def _create_worker(self, name: str, worker: RemoteHost, args: SwarmArgs) -> command.remote.Command:
+    @staticmethod
+    def _known(args: SwarmArgs, host: str, made: pulumi.Output[str]) -> pulumi.Output[str]:
+        return pulumi.Output.from_input(args.known_nodes[host]) if host in args.known_nodes else made
+
+    def _create_worker(
+        self, name: str, worker: RemoteHost, manager_node: pulumi.Output[str], args: SwarmArgs
+    ) -> command.remote.Command:
         manager = args.manager
+        # The manager's node too: a manager made anew at the same address (its machine
+        # reinstalled) is another swarm, which every worker joins again.
         join = host_script(
             f"{name}-{worker.name}-join",
             worker,
             "host/swarm-worker.sh",
-            ["join", f"{manager.address}:2377", worker.address],
+            ["join", f"{manager.address}:2377", worker.address, manager_node],
             delete_args=["leave"],
             data=self.join_token,
             generation=args.generations.get(worker.name, 0),

@@ -21,6 +21,12 @@ IMAGE_STEP = "image"
 """The training image's shipped copy, as the hosts' probe names it."""
 
 
+def copy_step_name(step: str, tag: str) -> str:
+    """The mark of one copy of an image on a host: the step and the tag's content hash, so two
+    copies of one image under different tags never share a mark."""
+    return f"{step}-{tag.rpartition(':')[2][:16]}"
+
+
 @dataclass(frozen=True)
 class ImageHost:
     """A host as the image sees it: its engine, and how ssh reaches it from this machine."""

@@ -113,7 +113,7 @@ SILENT_ENGINE_STEPS: dict[str, Callable[[Path], Ran]] = {
     "mesh-keys": lambda folder: run_script(folder, HUNG_DOCKER, "host/mesh-keys.sh", "llm"),
     # swarm-worker.sh asks `docker info` inside $(...); the leave checks stay silent on failure.
     "swarm-worker": lambda folder: run_script(
-        folder, HUNG_DOCKER, "host/swarm-worker.sh", "join", "10.0.18.1:2377", "10.0.18.2", data="SWMTKN-1"
+        folder, HUNG_DOCKER, "host/swarm-worker.sh", "join", "10.0.18.1:2377", "10.0.18.2", "m1", data="SWMTKN-1"
     ),
     "training": lambda folder: run_script(folder, STOPPED_DURING_THE_RUN, "host/deepspeed-launch.sh", *launch_argv(folder)),
 }

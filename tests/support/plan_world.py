@@ -3,9 +3,10 @@
 What is modelled: each server (a `Machine`, by its address) and what it would answer the hosts'
 probe (components.hosts.probe, assets/host/host-facts.sh through assets/operator/ask-hosts.sh):
 its interface MTU, the container of the stack it holds (the host it was made for, its overlay
-address, its swarm node), the addresses in use on the overlay, its claim, the marks the steps
-left on it (the swarm membership, a shipped image) and inside its container (keys, trust files,
-run files, the reach check). A `LabModel` holds a stack's configuration (validated by
+address, its swarm node), the addresses in use on the overlay (and the server each is on), its
+swarm membership, the images it holds, its results directory, its claim, the generations the
+steps done on it last ran with (their marks) and the marks inside its container (keys, trust
+files, run files, the reach check). A `LabModel` holds a stack's configuration (validated by
 components.config, as `pulumi up` would), previews the program against the servers' answers
 under the recording mock engine, and applies a preview as `up` would: the servers then hold what
 the run recorded. A `Plan` is one preview beside the last applied run, as `pulumi preview` reads
@@ -31,7 +32,8 @@ from components.hosts.probe import SSH_ANSWER_S, SwarmNode
 from components.steps.deepspeed_launch import RUN_FILES_STEP
 from components.steps.ssh_mesh import KEYS_STEP, REACH_STEP, TRUST_STEP
 from components.steps.swarm import SWARM_STEP
-from components.steps.training_image import IMAGE_STEP
+from components.steps.results_store import RESULTS_STEP
+from components.steps.training_image import IMAGE_STEP, copy_step_name
 from harness.pulumi_cli import REPO
 from tests.support.credentials import unit_credentials
 from tests.support.recording_mocks import DOCKER_CONTAINER, Recorded, RecordingMocks, step_generation
@@ -63,15 +65,20 @@ class Machine:
     container: HeldContainer | None = None
     swarm: SwarmNode | None = None
     claimed: bool = False
+    images: frozenset[str] = frozenset()
+    """The image tags its engine holds."""
+    results: bool = False
+    """Whether its results directory is there (and writable)."""
+    network_driver_mtu: int | None = None
+    """The overlay's dslab.driver-mtu label, as a server with a container on it sees it."""
     host_steps: Mapping[str, int] = field(default_factory=dict)
-    """Step -> the generation its mark on the server says (~/.dslab/steps): swarm, image."""
+    """Step -> the generation it last ran with, as its mark on the server says (~/.dslab/steps):
+    swarm, the image copy (by its tag), results."""
     container_steps: Mapping[str, int] = field(default_factory=dict)
     """Step -> the generation its mark inside the container says (/opt/dslab/steps)."""
-    image_present: bool = True
-    """Whether the shipped image its `image` mark checks is still there."""
 
     def wiped(self) -> Machine:
-        """Reinstalled: no container, no image, no swarm, no claim, no marks."""
+        """Reinstalled: no container, no image, no swarm, no claim, no results, no marks."""
         return Machine(self.address, self.mtu)
 
 
@@ -79,7 +86,7 @@ def probe_answer(config: LabConfig, machines: Mapping[str, Machine], silent: Col
     """What ask-hosts.sh prints for CONFIG's hosts on these servers; a SILENT host's ssh gave no
     reply in time (`HOST silent SECONDS`)."""
     want_mtu = config.network.mode == "overlay" and config.network.mtu is None
-    on_overlay = sorted(m.container.address for m in machines.values() if m.container is not None)
+    on_overlay = sorted((m.container.address, m.address) for m in machines.values() if m.container is not None)
     lines: list[str] = []
     for host in config.hosts:
         name = host.name
@@ -92,31 +99,36 @@ def probe_answer(config: LabConfig, machines: Mapping[str, Machine], silent: Col
         if machine.container is not None:
             lines.append(f"{name} held {machine.container.host} {machine.container.address}")
             # The overlay's gossip: a server with a container on it sees every endpoint.
-            lines += [f"{name} in-use {address}" for address in on_overlay]
+            lines += [f"{name} in-use {address} {on}" for address, on in on_overlay]
+            if machine.network_driver_mtu is not None:
+                lines.append(f"{name} network-mtu {machine.network_driver_mtu}")
         if machine.swarm is not None:
-            role = "manager" if machine.swarm.manager else "worker"
-            lines.append(" ".join([name, "swarm-node", machine.swarm.node_id, role, *machine.swarm.managers]))
+            node = machine.swarm
+            lines.append(f"{name} swarm-node {node.node_id} {'manager' if node.manager else 'worker'}")
+            lines += [f"{name} swarm-manager {node_id} {address}" for node_id, address in node.managers]
+            lines += [f"{name} swarm-member {node_id} {address}" for node_id, address in node.members]
+        lines += [f"{name} image {tag} sha256:{tag.rpartition(':')[2]}" for tag in sorted(machine.images)]
+        lines.append(f"{name} results {'writable' if machine.results else 'absent'}")
         if machine.claimed:
             lines.append(f"{name} claimed-by {OWNER}")
-        for step, generation in sorted(machine.host_steps.items()):
-            if step == IMAGE_STEP and not machine.image_present:
-                lines.append(f"{name} step {step} {generation + 1} image dslab/train is gone")
-            else:
-                lines.append(f"{name} step {step} {generation}")
+        lines += [f"{name} host-step {step} {generation}" for step, generation in sorted(machine.host_steps.items())]
         if machine.container is not None:
             lines += [f"{name} step {step} {gen}" for step, gen in sorted(machine.container_steps.items())]
     return "".join(f"{line}\n" for line in lines)
 
 
-def run_program(config: LabConfig, answers: str) -> Resources:
-    """`pulumi preview` of the Lab for CONFIG, the hosts answering ANSWERS: every resource
-    registered, with its inputs (the program runs to its end before this returns).
+def run_program(config: LabConfig, answers: str, ups: int = 0) -> Resources:
+    """`pulumi preview` of the Lab for CONFIG, the hosts answering ANSWERS, after UPS runs were
+    applied: every resource registered, with its inputs (the program runs to its end before
+    this returns).
 
-    The program is a function of the two (the mocks answer nothing else), so a run is kept
-    and handed out again for the same two: sequences of edits share their beginnings. It runs
-    in a thread of its own: the SDK records the call stack of every resource it registers,
-    and pytest's and Hypothesis's frames under it would double the time of a run."""
-    key = (config.model_dump_json(), answers)
+    The program is a function of the two, but for the fresh generation it gives a step whose
+    host kept no mark (the clock's): a run is kept and handed out again for the same two after
+    as many `up`s, so that sequences of edits share their beginnings and no sequence is handed
+    a fresh generation it applied before. It runs in a thread of its own: the SDK records the
+    call stack of every resource it registers, and pytest's and Hypothesis's frames under it
+    would double the time of a run."""
+    key = (config.model_dump_json(), answers, ups)
     if key not in _RUNS:
         if len(_RUNS) >= _KEPT_RUNS:
             _RUNS.pop(next(iter(_RUNS)))
@@ -124,7 +136,7 @@ def run_program(config: LabConfig, answers: str) -> Resources:
     return _RUNS[key]
 
 
-_RUNS: dict[tuple[str, str], Resources] = {}
+_RUNS: dict[tuple[str, str, int], Resources] = {}
 _KEPT_RUNS = 256
 
 
@@ -192,6 +204,11 @@ def container_step_names(config: LabConfig, host: str) -> dict[str, str]:
     return names
 
 
+def image_tag(resources: Resources) -> str:
+    """The training image's tag, as its build on the manager names it."""
+    return str(next(r.inputs["name"] for name, r in resources.items() if name.startswith("lab-image-") and name.endswith("-build")))
+
+
 def generation_of(resources: Resources, name: str) -> int | None:
     recorded = resources.get(name)
     return step_generation(recorded) if recorded is not None else None
@@ -204,6 +221,10 @@ def machines_after_up(config: LabConfig, resources: Resources, machines: Mapping
     by_address = {host.address: host for host in config.hosts}
     manager = f"{config.manager.address}:{SWARM_PORT}"
     made = containers(config, resources)
+    nodes = {labels(made[host.name])["dslab.swarm-node"]: host.address for host in config.hosts}
+    manager_node = labels(made[config.manager.name])["dslab.swarm-node"]
+    network = resources.get(config.network.name)
+    driver_mtu = int(labels(network)["dslab.driver-mtu"]) if network is not None else None
     after: dict[str, Machine] = {}
     for address, machine in machines.items():
         host = by_address.get(address)
@@ -211,25 +232,33 @@ def machines_after_up(config: LabConfig, resources: Resources, machines: Mapping
             after[address] = machine.wiped()
             continue
         container = made[host.name]
-        is_manager = host.name == config.manager.name
-        host_steps = {SWARM_STEP: generation_of(resources, swarm_step_name(config, host.name))}
-        host_steps[IMAGE_STEP] = generation_of(resources, ship_step_name(host.name))
+        node_id = labels(container)["dslab.swarm-node"]
+        tag = image_tag(resources)
+        host_steps = {
+            SWARM_STEP: generation_of(resources, swarm_step_name(config, host.name)),
+            copy_step_name(IMAGE_STEP, tag): generation_of(resources, ship_step_name(host.name)),
+            RESULTS_STEP: generation_of(resources, f"lab-results-{host.name}"),
+        }
         container_steps = {
             step: generation_of(resources, name) for step, name in container_step_names(config, host.name).items()
         }
+        is_manager = host.name == config.manager.name
         after[address] = Machine(
             address=address,
             mtu=machine.mtu,
             container=HeldContainer(host=labels(container)["dslab.host"], address=overlay_address(container)),
             swarm=SwarmNode(
-                node_id=labels(container)["dslab.swarm-node"],
+                node_id=node_id,
                 manager=is_manager,
-                managers=() if is_manager else (manager,),
+                managers=((manager_node, manager),),
+                members=tuple(nodes.items()) if is_manager else (),
             ),
             claimed=True,
+            images=frozenset({tag}),
+            results=True,
+            network_driver_mtu=driver_mtu,
             host_steps={step: gen for step, gen in host_steps.items() if gen is not None},
             container_steps={step: gen for step, gen in container_steps.items() if gen is not None},
-            image_present=True,
         )
     return after
 
@@ -294,6 +323,7 @@ class LabModel:
         self.applied: Resources = {}
         self._wiped: set[str] = set()
         self._image_gone: set[str] = set()
+        self._ups = 0
 
     @classmethod
     def new(cls, hosts: int = 2, mtus: Mapping[str, int] | None = None) -> LabModel:
@@ -341,7 +371,7 @@ class LabModel:
     def remove_image(self, name: str) -> None:
         """The shipped image removed from HOST's server (`docker image rm`)."""
         address = self.host(name).address
-        self.machines[address] = replace(self.machines[address], image_present=False)
+        self.machines[address] = replace(self.machines[address], images=frozenset())
         self._image_gone.add(name)
 
     # --- runs ---
@@ -349,7 +379,7 @@ class LabModel:
     def preview(self, silent: Collection[str] = ()) -> Plan:
         """The program against what the servers answer now (SILENT hosts not answering)."""
         answers = probe_answer(self.config, self.machines, silent)
-        resources = run_program(self.config, answers)
+        resources = run_program(self.config, answers, self._ups)
         plan = Plan(
             before=self.applied_config,
             after=self.config,
@@ -367,5 +397,6 @@ class LabModel:
         assert not plan.silent, "up stops at a host that does not answer, before anything changes"
         self.machines = machines_after_up(plan.after, plan.resources, self.machines)
         self.applied_config, self.applied = plan.after, plan.resources
+        self._ups += 1
         self._wiped.clear()
         self._image_gone.clear()

@@ -55,10 +55,27 @@ def test_reordering_the_list_changes_no_address() -> None:
     assert [name for name, _ in plan.container_addresses] == ["server3", "server1", "server2"], "list order kept"
 
 
-def test_a_pinned_address_wins_and_a_host_holding_it_moves() -> None:
+def test_a_pin_on_the_address_another_host_holds_is_refused_naming_both_and_the_fix() -> None:
+    # Both containers would be replaced in one run, in no order, racing for the address.
     held = held_after("server1", "server2")
-    plan = plan_addresses(SUBNET, [("server1", None), ("server2", "10.0.3.128")], held=held)
-    assert addresses(plan) == {"server1": "10.0.3.130", "server2": "10.0.3.128"}
+    with pytest.raises(AddressPlanError) as refused:
+        plan_addresses(SUBNET, [("server1", None), ("server2", "10.0.3.128")], held=held)
+    assert refused.value.path == "hosts[1].container_address"
+    assert str(refused.value) == (
+        "10.0.3.128 is held now by the container of host 'server1'; pin 'server1' to another address "
+        "(or leave 'server2' unpinned) and run pulumi up, then pin 'server2' to 10.0.3.128"
+    )
+
+
+def test_a_pin_on_the_address_a_leaving_host_holds_is_refused_until_it_has_left() -> None:
+    with pytest.raises(AddressPlanError, match=r"^10.0.3.129 is held now by the container of a host that leaves"):
+        plan_addresses(SUBNET, [("server1", "10.0.3.129")], held={"server1": "10.0.3.128"}, in_use={"10.0.3.129"})
+
+
+def test_a_pin_moves_its_own_host_when_nobody_else_holds_the_address() -> None:
+    held = held_after("server1", "server2")
+    plan = plan_addresses(SUBNET, [("server1", None), ("server2", "10.0.3.140")], held=held)
+    assert addresses(plan) == {"server1": "10.0.3.128", "server2": "10.0.3.140"}
 
 
 def test_a_held_address_the_plan_cannot_keep_is_given_anew() -> None:
@@ -81,7 +98,7 @@ def test_a_slash_28_that_fills_up_names_the_subnet_and_the_host_left_without() -
     # 10.0.3.0/28: ip_range .0/29, so the static candidates are .8 to .14: seven hosts.
     held = held_after(*(f"h{index}" for index in range(7)), subnet="10.0.3.0/28")
     assert set(held.values()) == {f"10.0.3.{last}" for last in range(8, 15)}
-    with pytest.raises(AddressPlanError, match=r"subnet 10.0.3.0/28 has no free static address left for host 'h7'"):
+    with pytest.raises(AddressPlanError, match=r"^10.0.3.0/28 has no free static address left for host 'h7'"):
         plan_addresses("10.0.3.0/28", [(f"h{index}", None) for index in range(8)], held=held)
 
 
@@ -134,8 +151,9 @@ def stand_ins(tmp_path: Path) -> dict[str, str]:
         "#!/bin/bash\n"
         'for arg; do case "$arg" in *@10.0.18.9) echo "ssh: connect to host 10.0.18.9 port 22: Connection refused" >&2; exit 255;;\n'
         "  *@10.0.18.8) sleep 30;; esac; done\n"
-        'while [[ $1 != bash ]]; do shift; done\n'
-        'exec "$@"\n'
+        # Like ssh: the words after the destination are one command line for the host's shell.
+        'while [[ $1 != bash* ]]; do shift; done\n'
+        'exec bash -c "$*"\n'
     )
     (bin_dir / "ip").write_text("#!/bin/bash\necho '2: lo    inet 10.0.18.1/24 brd 10.0.18.255 scope global lo'\n")
     (bin_dir / "docker").write_text(
@@ -154,7 +172,7 @@ def stand_ins(tmp_path: Path) -> dict[str, str]:
 def test_every_host_is_asked_at_once_and_those_that_do_not_answer_are_named(tmp_path: Path) -> None:
     ran = subprocess.run(
         [
-            "bash", str(ASK_SCRIPT), str(HOST_SCRIPT), "o/p/s", "test-net", "yes", "1", "2",
+            "bash", str(ASK_SCRIPT), str(HOST_SCRIPT), "o/p/s", "test-net", "yes", "1", "2", "", str(tmp_path / "runs"),
             "server1=root@10.0.18.1:22", "server2=root@10.0.18.9:22", "server3=root@10.0.18.8:22",
             "--", "-o", "BatchMode=yes",
         ],

@@ -316,8 +316,8 @@ def test_a_subnet_without_room_for_every_container_is_rejected() -> None:
         {"name": f"server{n}", "address": f"10.0.18.{n}"} for n in range(3, 5)
     ]
     assert problems(values) == [
-        "dslab:network.subnet: subnet 10.0.3.0/29 has no free static address left for host "
-        "'server4' outside ip_range 10.0.3.0/30; use a larger subnet (e.g. a /24) or a smaller "
+        "dslab:network.subnet: 10.0.3.0/29 has no free static address left for host "
+        "'server4' outside ip_range 10.0.3.0/30 (held: server1, server2, server3); use a larger subnet (e.g. a /24) or a smaller "
         "ip_range"
     ]
 

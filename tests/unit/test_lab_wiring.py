@@ -549,7 +549,8 @@ def test_a_host_another_stack_holds_is_refused_before_anything_is_registered(moc
 @pulumi.runtime.test
 def test_a_step_the_probe_found_changed_runs_again_in_place_with_the_next_generation(mocks: RecordingMocks) -> Any:
     mocks.answers = (
-        "server1 mtu 1500\nserver1 step swarm 2\nserver1 step reach 4 the manager container gets no ssh answer from: server2\n"
+        "server1 mtu 1500\nserver1 swarm-node m1 manager\nserver1 swarm-manager m1 10.0.18.1:2377\n"
+        "server1 host-step swarm 2\nserver1 step reach 4 the manager container gets no ssh answer from: server2\n"
         "server2 mtu 1500\nserver2 step trust 3 changed or removed: /root/.ssh/authorized_keys\nserver2 step run-files 1\n"
     )
     lab = build_dev_lab()
@@ -576,8 +577,8 @@ def swarm_node_label(mocks: RecordingMocks, host: str) -> str:
 def test_a_host_already_in_the_swarm_labels_its_container_with_the_node_the_probe_found(mocks: RecordingMocks) -> Any:
     # Known before anything runs, so the preview of an unchanged swarm changes no container.
     mocks.answers = (
-        "server1 mtu 1500\nserver1 swarm-node m1 manager 10.0.18.1:2377\n"
-        "server2 mtu 1500\nserver2 swarm-node w2 worker 10.0.18.1:2377\nserver2 step swarm 0\n"
+        "server1 mtu 1500\nserver1 swarm-node m1 manager\nserver1 swarm-member m1 10.0.18.1\nserver1 swarm-member w2 10.0.18.2\n"
+        "server2 mtu 1500\nserver2 swarm-node w2 worker\nserver2 swarm-manager m1 10.0.18.1:2377\nserver2 host-step swarm 0\n"
     )
     lab = build_dev_lab()
 
@@ -590,8 +591,8 @@ def test_a_host_already_in_the_swarm_labels_its_container_with_the_node_the_prob
 @pulumi.runtime.test
 def test_a_worker_the_probe_found_outside_its_swarm_takes_the_node_its_join_makes(mocks: RecordingMocks) -> Any:
     mocks.answers = (
-        "server1 mtu 1500\nserver1 swarm-node m1 manager 10.0.18.1:2377\n"
-        "server2 mtu 1500\nserver2 swarm-node w9 worker 10.0.99.1:2377\n"
+        "server1 mtu 1500\nserver1 swarm-node m1 manager\n"
+        "server2 mtu 1500\nserver2 swarm-node w9 worker\nserver2 swarm-manager m9 10.0.99.1:2377\n"
     )
     lab = build_dev_lab()
 

@@ -30,6 +30,7 @@ import re
 from collections.abc import Callable, Collection
 from typing import Any
 
+import pulumi
 import pytest
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
@@ -253,11 +254,16 @@ class LabEdits(RuleBasedStateMachine):
 
     def edit(self, change: Callable[[dict[str, Any]], None]) -> None:
         """CHANGE previewed and applied; or refused by validation, as `pulumi preview` would
-        refuse it before the program plans anything (nothing runs then)."""
-        before = self.model.config
+        refuse it before the program plans anything (nothing runs then); or refused by the
+        address plan, against what the hosts hold (the user then takes the edit back)."""
+        before, values = self.model.config, self.model.values
         error = self.model.edit(change)
         if error is None:
-            self.run()
+            try:
+                self.run()
+            except pulumi.RunError as refused:
+                assert CONFIG_ERROR_LINE.match(str(refused)), f"a plan refused is one line naming its key: {refused}"
+                self.model.values, self.model.config = values, before
             return
         assert_refused_in_one_line(error)
         assert self.model.config is before, "a refused edit leaves the configuration as it was"
@@ -311,13 +317,8 @@ class LabEdits(RuleBasedStateMachine):
         host = self.names()[which % len(self.names())]
         network = self.model.config.network
         candidates = static_candidates(network.subnet, network.effective_ip_range, network.gateway)
-        # Another host's container holds its address: a pin on it is issue 37's race, tested apart.
-        held_by_others = {
-            machine.container.address
-            for machine in self.model.machines.values()
-            if machine.container is not None and machine.container.host != host
-        }
-        choices = [None, *REFUSED_PINS, *(str(a) for _, a in zip(range(8), candidates) if str(a) not in held_by_others)]
+        # Those another host's container holds among them: refused by the address plan.
+        choices = [None, *REFUSED_PINS, *(str(a) for _, a in zip(range(8), candidates))]
         self.edit(pin(host, choices[choice % len(choices)]))
 
     @rule(mtu=st.sampled_from([None, 1280, 1400, 1450, 8950, 100]))
@@ -363,7 +364,12 @@ class LabEdits(RuleBasedStateMachine):
 
     def shipped(self) -> list[str]:
         """Hosts holding a shipped copy of the image (not the one it was built on)."""
-        return [h.name for h in self.model.config.hosts if IMAGE_STEP in self.model.machines[h.address].host_steps]
+        machines = self.model.machines
+        return [
+            h.name
+            for h in self.model.config.hosts
+            if any(step.startswith(f"{IMAGE_STEP}-") for step in machines[h.address].host_steps) and machines[h.address].images
+        ]
 
     @precondition(lambda self: self.shipped())
     @rule(which=st.integers(min_value=0, max_value=3))
@@ -382,9 +388,16 @@ class LabEdits(RuleBasedStateMachine):
         check_container_addresses_are_unique(self.plan)
 
     def without_evidence(self) -> frozenset[str]:
-        """Hosts whose answer lacked their container: it moves, issue 37's defect (tested apart:
-        test_a_preview_without_a_hosts_answer_..., test_a_reinstalled_host_gets_its_own_address_back)."""
-        return self.plan.silent | self.plan.wiped
+        """Hosts whose server was reinstalled: their container is made anew, at the lowest free
+        address (tested apart: test_a_reinstalled_host_gets_its_own_address_back)."""
+        return self.plan.wiped
+
+    def made_anew(self) -> frozenset[str]:
+        """Hosts whose container is made anew: the reinstalled ones, and every host when the
+        manager was (a new swarm, a new overlay)."""
+        if self.plan.after.manager.name in self.plan.wiped:
+            return frozenset(host.name for host in self.plan.after.hosts)
+        return self.plan.wiped
 
     @invariant()
     def a_hosts_address_changes_only_with_its_own_pin(self) -> None:
@@ -392,7 +405,15 @@ class LabEdits(RuleBasedStateMachine):
 
     @invariant()
     def a_container_changes_only_with_its_own_settings(self) -> None:
-        check_containers_change_only_with_their_own_settings(self.plan, exempt=self.without_evidence())
+        check_containers_change_only_with_their_own_settings(self.plan, exempt=self.made_anew())
+
+    @invariant()
+    def a_wiped_hosts_steps_are_done_again(self) -> None:
+        check_a_wiped_hosts_steps_are_planned_again(self.plan)
+
+    @invariant()
+    def a_silent_host_keeps_its_container(self) -> None:
+        check_a_silent_host_keeps_its_container(self.plan)
 
     @invariant()
     def training_runs_again_only_when_what_it_is_changes(self) -> None:
@@ -413,6 +434,8 @@ class LabEdits(RuleBasedStateMachine):
         self.a_container_changes_only_with_its_own_settings()
         self.training_runs_again_only_when_what_it_is_changes()
         self.a_step_found_undone_is_planned_again()
+        self.a_wiped_hosts_steps_are_done_again()
+        self.a_silent_host_keeps_its_container()
 
 
 TestEditsAndAnswersKeepWhatTheUserReliesOn = LabEdits.TestCase
@@ -474,33 +497,40 @@ def applied(model: LabModel, change: Callable[[dict[str, Any]], None]) -> None:
     model.up(model.preview())
 
 
-@fails_on_the_invariant("issue 37: a wiped host's steps are checked through marks; missing marks read as nothing to do")
 def test_a_reinstalled_hosts_swarm_membership_and_shipped_image_are_made_again() -> None:
     model = LabModel.running(hosts=2)
-    model.wipe("server1")  # server2 the same: neither its join nor its image's copy runs again
+    model.wipe("server2")
     check_a_wiped_hosts_steps_are_planned_again(model.preview())
 
 
-@fails_on_the_invariant(
-    "issue 37: a preview without a host's answer plans it as if it had no container: its container shows replaced"
-)
+def test_a_reinstalled_manager_makes_every_worker_join_its_new_swarm() -> None:
+    model = LabModel.running(hosts=3)
+    model.wipe("server1")
+    plan = model.preview()
+    check_a_wiped_hosts_steps_are_planned_again(plan)
+    for worker in ("server2", "server3"):
+        join = swarm_step_name(plan.after, worker)
+        assert plan.resources[join].inputs["create"] != plan.previous[join].inputs["create"], f"{worker} joins again"
+
+
 def test_a_preview_without_a_hosts_answer_replaces_nothing_of_that_host() -> None:
     model = LabModel.running(hosts=2)
-    check_a_silent_host_keeps_its_container(model.preview(silent=["server1"]))
+    check_a_silent_host_keeps_its_container(model.preview(silent=["server2"]))
 
 
-@fails_on_the_invariant(
-    "issue 37: a pinned address another host holds is taken from it: that host's container moves, both race for it in one up"
-)
-def test_pinning_the_address_another_host_holds_does_not_move_that_host() -> None:
+def test_pinning_the_address_another_host_holds_is_refused_naming_both_hosts() -> None:
     model = LabModel.running(hosts=2)
     server2 = model.machines["10.0.18.2"].container
     if server2 is None:
         pytest.fail("server2 holds no container after its first up")
     edited(model, pin("server1", server2.address))
-    plan = model.preview()
-    check_container_addresses_are_unique(plan)
-    check_addresses_stay_with_their_hosts(plan)
+    with pytest.raises(pulumi.RunError) as refused:
+        model.preview()
+    assert str(refused.value) == (
+        f"dslab:hosts[0].container_address: {server2.address} is held now by the container of host 'server2'; "
+        f"pin 'server2' to another address (or leave 'server1' unpinned) and run pulumi up, then pin 'server1' to "
+        f"{server2.address}"
+    )
 
 
 @fails_on_the_invariant(

@@ -29,15 +29,16 @@ mark_check() {
   ' "$2" "$STEP_DIR" "${DSLAB_GEN:-0}" "$3"
 }
 
-# A step that keeps something on the host itself (the swarm membership) marks it here, the
-# same way; its delete removes the mark.
+# A step done on the host itself (the swarm membership, an image copy, the results directory)
+# leaves only the generation it ran with, here, under a name of its own resource: whether its
+# work is still there the probe reads from the host (host-facts.sh), never from a mark.
 HOST_STEP_DIR=~/.dslab/steps  # ~: the passwd entry when HOME is unset
 
-# mark_host_check STEP COMMAND: COMMAND (run by sh on the host) checks the step.
-mark_host_check() {
+# mark_host STEP: STEP ran with generation $DSLAB_GEN.
+mark_host() {
   mkdir -p "$HOST_STEP_DIR"
-  printf '%s\n' "$2" >"$HOST_STEP_DIR/$1.check"
   echo "${DSLAB_GEN:-0}" >"$HOST_STEP_DIR/$1.gen"
+  rm -f "$HOST_STEP_DIR/$1.check"  # an earlier release's check: the probe reads the host now
 }
 
 # unmark_host STEP: the step's work is undone.
