@@ -1,11 +1,14 @@
-"""Fault injection for reliability tests: a host's engine, network or whole self goes away.
+"""Fault injection for reliability tests: a host's engine, network or whole self goes away, or
+its machine is reinstalled.
 
-Each fault has an exact inverse. Host names are ``server1``..``server8`` of one lab.
+Each fault but the reinstall has an exact inverse. Host names are ``server1``..``server8`` of one lab.
 """
 
 from __future__ import annotations
 
-from simhosts import hosts
+import sys
+
+from simhosts import hosts, images
 from simhosts.plan import SimLab
 from simhosts.proc import docker, run
 
@@ -64,3 +67,28 @@ def start_host(lab: SimLab, name: str) -> None:
     host = lab.host(name)
     docker("start", host.container)
     hosts.wait_ready(host)
+
+
+# What the program may leave on a server outside its engine: the results of runs, its step
+# marks (the operator's user is root on the simulated hosts).
+_PROGRAM_DIRS = ("/var/lib/dslab", "/root/.dslab")
+
+
+def reinstall_host(lab: SimLab, name: str) -> None:
+    """Host ``name``'s machine reinstalled, as a new OS on an empty disk under the same name,
+    address and SSH host keys: its engine's containers, images, volumes and swarm membership
+    and everything the program left on it are gone; its engine comes back with the base image
+    the lab's provisioning loads (what a reinstalled server pulls from a mirror)."""
+    host = lab.host(name)
+    docker("exec", host.container, "dslab-engine", "stop")
+    # The engine's data is a volume mounted at /var/lib/docker: emptied, not removed.
+    wipe = 'awk \'$2 ~ "^/var/lib/docker/" {print $2}\' /proc/mounts | sort -r | xargs -r umount -l; '
+    wipe += 'find /var/lib/docker -mindepth 1 -maxdepth 1 -exec rm -rf {} +; rm -rf /run/docker ' + " ".join(_PROGRAM_DIRS)
+    docker("exec", host.container, "sh", "-c", wipe)
+    docker("exec", host.container, "dslab-engine", "start")
+    from simhosts import lifecycle  # which imports this module
+
+    with lifecycle.machine_lock(lambda message: print(f"simhosts: {message}", file=sys.stderr)):
+        base_hash = images.ensure_base_image(lambda message: None)
+        tarball = images.base_image_tarball(base_hash)
+    hosts.ensure_base_image_inside(host, base_hash, tarball)

@@ -3,6 +3,7 @@
 # over ssh): its interface MTU, the overlay address its container of the stack holds, the
 # addresses in use on the overlay. Always exits 0; prints each host's lines prefixed with its
 # name, or one line for a host that could not be asked:
+#   HOST host-key-changed     ssh refused the host: its key is not the one known_hosts holds
 #   HOST unreachable MESSAGE  ssh could not log in (the host down, its key unknown, ...)
 #   HOST silent SECONDS       no answer within TIMEOUT_S (a hung sshd, a network that drops
 #                             everything); an engine that does not answer within
@@ -43,7 +44,13 @@ for spec in "${hosts[@]}"; do
   case $rc in
     0) sed "s/^/$name /" "$answers/$name.out" ;;
     124) echo "$name silent $timeout_s" ;;
-    255) echo "$name unreachable $last_error" ;;
+    255)
+      if grep -q 'REMOTE HOST IDENTIFICATION HAS CHANGED' "$answers/$name.err"; then
+        echo "$name host-key-changed"
+      else
+        echo "$name unreachable $last_error"
+      fi
+      ;;
     *) echo "$name failed $last_error" ;;
   esac
 done

@@ -28,7 +28,7 @@ import pulumi_command as command
 from components.config import Host, LabConfig
 from components.hosts.engines import docker_ssh_opts, private_key_file, ssh_destination
 from components.paths import ASSETS_DIR
-from components.hosts.unreachable import cannot_reach
+from components.hosts.unreachable import cannot_reach, host_key_changed
 
 ASK_SCRIPT = ASSETS_DIR / "operator" / "ask-hosts.sh"
 HOST_SCRIPT = ASSETS_DIR / "host" / "host-facts.sh"
@@ -111,9 +111,10 @@ def parse_answers(
     """ask-hosts.sh's lines (`HOST held LABEL ADDRESS`, `HOST in-use ADDRESS HOST_ADDRESS`,
     `HOST mtu N`, `HOST mtu-unknown WHY`, `HOST swarm-node|swarm-manager|swarm-member ...`,
     `HOST image TAG ID`, `HOST results STATE`, `HOST host-step STEP N`, `HOST step STEP N [WHAT]`,
-    `HOST claimed-by|used-by OWNER`, `HOST unreachable|silent|failed ...`) as HostFacts: a host
-    another stack than OWNER holds is a problem."""
+    `HOST claimed-by|used-by OWNER`, `HOST host-key-changed`, `HOST unreachable|silent|failed ...`)
+    as HostFacts: a host another stack than OWNER holds is a problem."""
     destination = {host.name: f"{host.name} ({host.address}:{host.ssh_port})" for host in hosts}
+    by_name = {host.name: host for host in hosts}
     addresses: dict[str, str] = {}
     in_use: set[str] = set()
     mtus: dict[str, int] = {}
@@ -172,6 +173,9 @@ def parse_answers(
             problems[host] = rest
         elif kind == "unreachable":
             problems[host] = f"{cannot_reach(where, known_hosts_path)}: {rest}"
+        elif kind == "host-key-changed" and host in by_name:
+            entry = by_name[host]
+            problems[host] = host_key_changed(host, entry.address, entry.ssh_port, known_hosts_path)
         elif kind == "silent":
             problems[host] = f"{where} does not answer over SSH (no reply in {rest} s)"
         elif kind == "engine-silent":

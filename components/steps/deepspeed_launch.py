@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import shlex
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +14,7 @@ from components.config import PreflightConfig
 from components.hosts.remote_host import RemoteHost
 from components.render.file_bundle import PlacedFile, bundle
 from components.hosts.host_script import bash_stdin_call, host_script, script_text
+from components.hosts.step_result import step_result
 from components.naming import component_type
 from components.steps.preflight import Preflight, PreflightArgs
 from components.render.results import run_key
@@ -69,9 +69,8 @@ def resumed_step(value: Any) -> int | None:
 
 
 def launch_result(stdout: str) -> dict[str, Any]:
-    """deepspeed-launch.sh's result: one JSON object on the last line of its stdout."""
-    lines = stdout.strip().splitlines()
-    return dict(json.loads(lines[-1])) if lines else {}
+    """deepspeed-launch.sh's result: the run's status, name, log, summary and loss curve."""
+    return step_result(stdout, "deepspeed-launch.sh")
 
 
 class DeepSpeedLaunch(pulumi.ComponentResource):

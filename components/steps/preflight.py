@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,6 +9,7 @@ import pulumi
 
 from components.config import PreflightConfig
 from components.hosts.host_script import host_script
+from components.hosts.step_result import step_result
 from components.hosts.remote_host import RemoteHost
 from components.naming import component_type
 
@@ -30,11 +30,8 @@ class PreflightArgs:
 
 
 def preflight_result(stdout: str) -> dict[str, Any]:
-    """preflight.sh's result: one JSON object on the last line of its stdout."""
-    lines = stdout.strip().splitlines()
-    if not lines:
-        return {"busbw_gbps": None, "allreduce": {}}
-    return dict(json.loads(lines[-1]))
+    """preflight-check.sh's result: the bus bandwidth measured (none for one rank) and the all-reduce's figures."""
+    return step_result(stdout, "preflight-check.sh")
 
 
 class Preflight(pulumi.ComponentResource):
@@ -73,6 +70,8 @@ class Preflight(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=args.after),
         )
         result = self.resource.stdout.apply(preflight_result)
-        self.busbw_gbps = result.apply(lambda values: None if values["busbw_gbps"] is None else float(values["busbw_gbps"]))
-        self.allreduce = result.apply(lambda values: dict(values["allreduce"]))
+        self.busbw_gbps = result.apply(
+            lambda values: None if values.get("busbw_gbps") is None else float(values["busbw_gbps"])
+        )
+        self.allreduce = result.apply(lambda values: dict(values.get("allreduce") or {}))
         self.register_outputs({"busbw_gbps": self.busbw_gbps, "allreduce": self.allreduce})

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 from dataclasses import dataclass
 
 import pulumi
 import pulumi_command as command
 
 from components.render.file_bundle import PlacedFile, bundle
+from components.hosts.step_result import step_result
 from components.hosts.host_script import host_script
 from components.hosts.remote_host import RemoteHost
 from components.render.mesh_files import MeshNode, render_authorized_keys, render_known_hosts, render_ssh_config
@@ -35,11 +35,9 @@ class MeshMember:
 
 
 def collected_keys(stdout: str) -> dict[str, str]:
-    """mesh-keys.sh's result: one JSON object on the last line of its stdout."""
-    lines = stdout.strip().splitlines()
-    if not lines:
-        raise ValueError("mesh-keys.sh printed no keys")
-    return {key: str(value) for key, value in json.loads(lines[-1]).items()}
+    """mesh-keys.sh's result: the container's keys and the interface its address is on."""
+    result = step_result(stdout, "mesh-keys.sh", ["socket_ifname"])
+    return {key: str(value) for key, value in result.items()}
 
 
 def mesh_node(member: MeshMember, keys: dict[str, str]) -> MeshNode:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 import pulumi
@@ -10,6 +9,7 @@ import pulumi_command as command
 
 from components.hosts.remote_host import RemoteHost
 from components.hosts.host_script import host_script
+from components.hosts.step_result import step_result
 from components.naming import component_type
 
 
@@ -29,17 +29,9 @@ class SwarmArgs:
 SWARM_STEP = "swarm"
 
 
-def swarm_result(stdout: str) -> dict[str, str]:
-    """swarm-manager.sh's or swarm-worker.sh's result: one JSON object on its last stdout line."""
-    lines = stdout.strip().splitlines()
-    if not lines:
-        raise ValueError("the swarm step printed no result")
-    return {key: str(value) for key, value in json.loads(lines[-1]).items()}
-
-
 def node_id_of(member: command.remote.Command) -> pulumi.Output[str]:
     """The swarm node id that swarm-manager.sh or swarm-worker.sh printed."""
-    return member.stdout.apply(lambda stdout: swarm_result(stdout)["node_id"])
+    return member.stdout.apply(lambda stdout: str(step_result(stdout, "the swarm step", ["node_id"])["node_id"]))
 
 
 class Swarm(pulumi.ComponentResource):
@@ -59,7 +51,9 @@ class Swarm(pulumi.ComponentResource):
     def __init__(self, name: str, args: SwarmArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(component_type("Swarm"), name, None, opts)
         self.manager = self._create_manager(name, args)
-        self.join_token = pulumi.Output.secret(self.manager.stdout.apply(lambda stdout: swarm_result(stdout)["join_token"]))
+        self.join_token = pulumi.Output.secret(self.manager.stdout.apply(
+                lambda stdout: str(step_result(stdout, "swarm-manager.sh", ["join_token"])["join_token"])
+            ))
         # Not secret, though the manager's result (which holds the join token) is. The same id
         # the step prints, where the hosts' probe already found it.
         manager_node = self._known(args, args.manager.name, pulumi.Output.unsecret(node_id_of(self.manager)))

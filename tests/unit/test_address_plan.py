@@ -150,6 +150,9 @@ def stand_ins(tmp_path: Path) -> dict[str, str]:
     (bin_dir / "ssh").write_text(
         "#!/bin/bash\n"
         'for arg; do case "$arg" in *@10.0.18.9) echo "ssh: connect to host 10.0.18.9 port 22: Connection refused" >&2; exit 255;;\n'
+        '  *@10.0.18.7) printf "%s\\n" "@@@@@" "@    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @" "@@@@@" \\\n'
+        '      "Host key for 10.0.18.7 has changed and you have requested strict checking." "Host key verification failed." >&2\n'
+        '    exit 255;;\n'
         "  *@10.0.18.8) sleep 30;; esac; done\n"
         # Like ssh: the words after the destination are one command line for the host's shell.
         'while [[ $1 != bash* ]]; do shift; done\n'
@@ -189,4 +192,22 @@ def test_every_host_is_asked_at_once_and_those_that_do_not_answer_are_named(tmp_
         "server2": "cannot reach server2 (10.0.18.9:22) over SSH (is the host up and its key in known_hosts?): "
         "ssh: connect to host 10.0.18.9 port 22: Connection refused",
         "server3": "server3 (10.0.18.8:22) does not answer over SSH (no reply in 2 s)",
+    }
+
+
+def test_a_host_whose_key_changed_is_named_with_what_it_may_mean_and_the_command_that_accepts_it(
+    tmp_path: Path,
+) -> None:
+    ran = subprocess.run(
+        ["bash", str(ASK_SCRIPT), str(HOST_SCRIPT), "o/p/s", "test-net", "no", "1", "2", "", "/runs",
+         "server7=root@10.0.18.7:2222", "--", "-o", "BatchMode=yes"],
+        capture_output=True, text=True, env=stand_ins(tmp_path), timeout=20,
+    )  # fmt: skip
+    assert ran.stdout == "server7 host-key-changed\n"
+    facts = parse_answers(ran.stdout, [Host(name="server7", address="10.0.18.7", ssh_port=2222)], "/ops/known_hosts", False)
+    assert facts.problems == {
+        "server7": "the SSH host key of server7 (10.0.18.7:2222) is not the one /ops/known_hosts holds (REMOTE HOST "
+        "IDENTIFICATION HAS CHANGED): a reinstalled machine, or someone in between. Compare the key's fingerprint "
+        "with the machine's own (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub on its console), then accept it: "
+        "ssh-keygen -R '[10.0.18.7]:2222' -f /ops/known_hosts && ssh-keyscan -p 2222 10.0.18.7 >> /ops/known_hosts"
     }

@@ -1,0 +1,101 @@
+"""Machines that come back different, on the simulated 2-host lab, on a stack of its own with a
+training run going in the background: a worker reinstalled, the manager reinstalled (each an
+empty disk under the same name, address and SSH host key) are set up again by a plain `up`, read
+from what the hosts hold, and `pulumi preview --expect-no-changes` passes after it; a pin on the
+address the other host's container holds is refused in one line before anything changes.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from harness.stack_project import Stack
+from tests.support.faults import CONTAINER, attempt, container, fault_stack, timed, up
+from tests.support.sim_hosts import address, host_fault, on_host
+
+pytestmark = [pytest.mark.e2e, pytest.mark.faults]
+
+STACK = "returning"
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    for stack in fault_stack(tmp_path_factory, STACK):
+        # A run that goes on for as long as the module does, in the background: `up` returns.
+        stack.pulumi("config", "set", "--path", "training.wait", "false")
+        stack.pulumi("config", "set", "--path", "training.workload.args[1]", "1000000")
+        stack.pulumi("config", "set", "--path", "training.stall_timeout", "900")
+        up(stack)
+        assert stack.outputs()["training_status"] == "running"
+        yield stack
+
+
+def container_ids() -> dict[str, str]:
+    return {host: str(container(host)["Id"]) for host in ("server1", "server2")}
+
+
+def swarm(host: str) -> dict[str, object]:
+    info = on_host(host, "docker", "info", "--format", "{{json .Swarm}}")
+    return dict(json.loads(info))
+
+
+def assert_set_up_as_the_stack_says(stack: Stack) -> None:
+    """Both hosts in one swarm, each holding the image, its results directory and a running
+    container; the training run going; and nothing left for a preview to change."""
+    manager, worker = swarm("server1"), swarm("server2")
+    assert manager["LocalNodeState"] == worker["LocalNodeState"] == "active"
+    managers = {(m["NodeID"], m["Addr"]) for m in worker["RemoteManagers"]}  # type: ignore[attr-defined]
+    assert (manager["NodeID"], f"{address('server1')}:2377") in managers, "the worker's manager is server1's node"
+    nodes = on_host("server1", "docker", "node", "ls", "--format", "{{.ID}} {{.Status}}").split("\n")
+    assert sorted(nodes) == sorted([f"{manager['NodeID']} Ready", f"{worker['NodeID']} Ready"]), "no node left over"
+    image_ids = stack.outputs()["image_ids"]
+    assert isinstance(image_ids, dict)
+    for host in ("server1", "server2"):
+        assert on_host(host, "docker", "image", "inspect", "--format", "{{.Id}}", str(image_ids[host])).strip() == image_ids[host]
+        on_host(host, "test", "-w", f"/var/lib/dslab/{STACK}/runs")  # fails unless there and writable
+        assert container(host)["State"]["Running"]  # type: ignore[index]
+    assert stack.outputs()["training_status"] == "running"
+    stack.pulumi("preview", "--expect-no-changes")
+
+
+def test_a_pin_on_the_address_the_other_host_holds_is_refused_in_one_line_before_anything_changes(
+    stack: Stack,
+) -> None:
+    before = container_ids()
+    taken = stack.outputs()["container_ips"]["server2"]  # type: ignore[index]
+    stack.pulumi("config", "set", "--path", "hosts[0].container_address", str(taken))
+    try:
+        code, output = attempt(stack, "up", "--yes")
+    finally:
+        stack.pulumi("config", "rm", "--path", "hosts[0].container_address")
+    assert code != 0
+    assert (
+        f"dslab:hosts[0].container_address: {taken} is held now by the container of host 'server2'; pin 'server2' "
+        "to another address (or leave 'server1' unpinned) and run pulumi up, then pin 'server1' to " in output
+    ), output[-3000:]
+    assert "Traceback" not in output
+    assert container_ids() == before, "nothing changed"
+    assert stack.outputs()["training_status"] == "running"
+
+
+@pytest.mark.parametrize("host", ["server2", "server1"], ids=["worker", "manager"])
+def test_a_reinstalled_machine_is_set_up_again_by_a_plain_up(stack: Stack, host: str) -> None:
+    scenario = f"reinstalled {host}"
+    host_fault("host-reinstall", host)
+    assert on_host(host, "docker", "ps", "--all", "--quiet") == "", "nothing of the stack is left on it"
+    started = time.monotonic()
+    output = up(stack)
+    timed(scenario, "repairing up", started)
+    # Read from the host, not from marks: every step done on it is done again.
+    for step in ("swarm", "image-", "results"):
+        assert f"{host}: {step}" in output and "is not done" in output, output[-4000:]
+    if host == "server1":
+        assert "server2: swarm is not done (the manager server1 has no swarm" in output, output[-4000:]
+    started = time.monotonic()
+    assert_set_up_as_the_stack_says(stack)
+    timed(scenario, "checks and a preview", started)
+    assert on_host(host, "docker", "exec", CONTAINER, "true") == ""
