@@ -20,6 +20,7 @@ from components.hosts.remote_host import RemoteHost, remote_host
 from components.render.container_spec import container_spec
 from components.hosts.host_steps import HostSteps, image_verdict, results_verdict, swarm_verdict
 from components.hosts.probe import read_host_facts
+from components.hosts.renames import taken_over_from_old_names
 from components.hosts.engines import docker_ssh_opts, host_engine, operator_ssh_line, private_key_file, ssh_destination
 from components.steps.deepspeed_launch import RUN_FILES_STEP, DeepSpeedLaunch, DeepSpeedLaunchArgs
 from components.steps.host_claims import HostClaims, HostClaimsArgs
@@ -83,6 +84,10 @@ class Lab(pulumi.ComponentResource):
             config, owner, str(project_dir), [source.tag for source in self.image_sources.values()], self.results_dir
         )
         self.host_steps = HostSteps(self.facts)
+        if self.facts.renamed:
+            opts = pulumi.ResourceOptions.merge(
+                opts, pulumi.ResourceOptions(transformations=[taken_over_from_old_names(self.facts.renamed)])
+            )
         super().__init__(component_type("Lab"), name, None, opts)
         self.config = config
         self.hosts: dict[str, RemoteHost] = {

@@ -85,6 +85,9 @@ class HostFacts:
     """Host name -> its results directory: writable, absent or read-only."""
     host_marks: dict[tuple[str, str], int] = field(default_factory=dict)
     """(host name, step) -> the generation a step done on the host itself last ran with."""
+    renamed: dict[str, str] = field(default_factory=dict)
+    """Host name -> the name the stack knew its machine by: the machine holds the container the
+    stack made for a host no longer in the list (a host renamed, same machine and address)."""
     fresh_generation: int = 0
     """A generation no earlier run has used: for a step done on a host that kept no mark of it."""
     network_driver_mtu: int | None = None
@@ -128,6 +131,7 @@ def parse_answers(
     host_marks: dict[tuple[str, str], int] = {}
     hosted_on: dict[str, str] = {}
     network_driver_mtu: int | None = None
+    renamed: dict[str, str] = {}
     for line in output.splitlines():
         host, kind, rest = (line.split(" ", 2) + ["", ""])[:3]
         where = destination.get(host, host)
@@ -135,6 +139,8 @@ def parse_answers(
             label, _, address = rest.partition(" ")
             if label == host:
                 addresses[host] = address
+            elif label not in by_name and host in by_name:
+                renamed[host], addresses[host] = label, address
             else:
                 in_use.add(address)
         elif kind == "in-use":
@@ -216,6 +222,7 @@ def parse_answers(
         host_marks=host_marks,
         fresh_generation=fresh_generation,
         network_driver_mtu=network_driver_mtu,
+        renamed=renamed,
     )
 
 
@@ -249,8 +256,17 @@ def read_host_facts(
         logging=command.local.Logging.NONE,
     )
     facts = parse_answers(
-        result.stdout, config.hosts, config.operator.known_hosts_path, want_mtu, owner, fresh_generation=time.time_ns() // 1000
+        result.stdout,
+        config.hosts,
+        config.operator.known_hosts_path,
+        want_mtu,
+        owner,
+        fresh_generation=time.time_ns() // 1000,
     )
+    for host, old in sorted(facts.renamed.items()):
+        pulumi.log.info(
+            f"{host}: its machine holds the container made for {old}, no longer listed: {old} renamed {host}; up takes over what {old} had"
+        )
     for (host, step), mark in sorted(facts.steps.items()):
         if mark.differs:
             pulumi.log.info(f"{host}: {step} is not as up left it ({mark.differs}); up makes it again in place")

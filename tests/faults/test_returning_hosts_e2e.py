@@ -43,21 +43,31 @@ def swarm(host: str) -> dict[str, object]:
     return dict(json.loads(info))
 
 
-def assert_set_up_as_the_stack_says(stack: Stack) -> None:
+def assert_set_up_as_the_stack_says(stack: Stack, names: dict[str, str] | None = None) -> None:
     """Both hosts in one swarm, each holding the image, its results directory and a running
-    container; the training run going; and nothing left for a preview to change."""
+    container labelled with its name in the stack (NAMES: machine -> that name, when not the
+    same); the training run going; and nothing left for a preview to change."""
+    names = names or {}
     manager, worker = swarm("server1"), swarm("server2")
     assert manager["LocalNodeState"] == worker["LocalNodeState"] == "active"
     managers = {(m["NodeID"], m["Addr"]) for m in worker["RemoteManagers"]}  # type: ignore[attr-defined]
     assert (manager["NodeID"], f"{address('server1')}:2377") in managers, "the worker's manager is server1's node"
-    nodes = on_host("server1", "docker", "node", "ls", "--format", "{{.ID}} {{.Status}}").split("\n")
+    nodes = on_host("server1", "docker", "node", "ls", "--format", "{{.ID}} {{.Status}}").strip().splitlines()
     assert sorted(nodes) == sorted([f"{manager['NodeID']} Ready", f"{worker['NodeID']} Ready"]), "no node left over"
     image_ids = stack.outputs()["image_ids"]
     assert isinstance(image_ids, dict)
     for host in ("server1", "server2"):
-        assert on_host(host, "docker", "image", "inspect", "--format", "{{.Id}}", str(image_ids[host])).strip() == image_ids[host]
+        name = names.get(host, host)
+        assert (
+            on_host(host, "docker", "image", "inspect", "--format", "{{.Id}}", str(image_ids[name])).strip()
+            == image_ids[name]
+        )
         on_host(host, "test", "-w", f"/var/lib/dslab/{STACK}/runs")  # fails unless there and writable
         assert container(host)["State"]["Running"]  # type: ignore[index]
+        labels = on_host(
+            host, "docker", "ps", "--all", "--filter", "label=dslab.owner", "--format", '{{.Label "dslab.host"}}'
+        )
+        assert labels.split() == [name], f"one container of the stack on {host}, made for {name}"
     assert stack.outputs()["training_status"] == "running"
     stack.pulumi("preview", "--expect-no-changes")
 
@@ -99,3 +109,13 @@ def test_a_reinstalled_machine_is_set_up_again_by_a_plain_up(stack: Stack, host:
     assert_set_up_as_the_stack_says(stack)
     timed(scenario, "checks and a preview", started)
     assert on_host(host, "docker", "exec", CONTAINER, "true") == ""
+
+
+def test_a_host_renamed_on_the_same_machine_is_taken_over_by_a_plain_up(stack: Stack) -> None:
+    stack.pulumi("config", "set", "--path", "hosts[1].name", "server3")
+    started = time.monotonic()
+    output = up(stack)
+    timed("renamed server2", "up", started)
+    assert "server3: its machine holds the container made for server2, no longer listed" in output, output[-4000:]
+    assert_set_up_as_the_stack_says(stack, {"server2": "server3"})
+    assert sorted(stack.outputs()["container_ips"]) == ["server1", "server3"]  # type: ignore[arg-type]

@@ -128,8 +128,10 @@ def test_the_answers_become_held_addresses_addresses_in_use_mtus_and_problems() 
         "known_hosts",
         want_mtu=True,
     )
-    assert facts.addresses == {"server1": "10.0.3.128", "server4": "10.0.3.130"}
-    assert facts.in_use == {"10.0.3.129", "10.0.3.3", "10.0.3.131"}, "anything else on the overlay is not free"
+    # server3's machine holds the container of a host no longer listed: server3 is that host renamed.
+    assert facts.addresses == {"server1": "10.0.3.128", "server3": "10.0.3.131", "server4": "10.0.3.130"}
+    assert facts.renamed == {"server3": "old-name"}
+    assert facts.in_use == {"10.0.3.129", "10.0.3.3"}, "anything else on the overlay is not free"
     assert facts.mtus == {"server1": 1500, "server7": 1500}
     assert facts.problems == {
         "server2": "cannot reach server2 (10.0.18.2:22) over SSH (is the host up and its key in known_hosts?): "
