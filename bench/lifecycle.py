@@ -29,7 +29,8 @@ from typing import Any
 
 import yaml
 
-from components.render.build_context import build_args, context_dir, context_entries, image_tag
+from components.render.build_context import build_args, context_entries, image_tag
+from components.steps.context_cache import context_dir
 from components.config import load_stack_file
 from components.render.container_spec import container_spec, docker_run_args
 from components.steps.overlay_network import driver_mtu_option

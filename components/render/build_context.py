@@ -1,5 +1,6 @@
-"""The training image's build context: which local files go in it, its content hash, and the
-directory that holds it for the engine's build.
+"""The training image's build context: which local files go in it and its content hash (pure:
+the directory the engine builds from is written by the image step that sends it,
+components.steps.context_cache).
 
 The hash names the image tag, so the image is rebuilt (and the containers replaced)
 exactly when an input changes, and never otherwise.
@@ -8,10 +9,6 @@ exactly when an input changes, and never otherwise.
 from __future__ import annotations
 
 import hashlib
-import os
-import shutil
-import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -104,69 +101,21 @@ def ipsec_image_tag(image: ImageConfig, entries: dict[str, dict[str, Any]]) -> s
     return f"{image.tag}-ipsec:{context_hash(entries, {'BASE_IMAGE': image.base_image})}"
 
 
-CONTEXT_KEEP_DAYS = 14
-"""A context directory no stack has used for this long is removed when another is made."""
-
-
-def contexts_dir() -> Path:
-    """Where build contexts are kept: this user's cache, outside any checkout."""
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "dslab" / "build-contexts"
-
-
-def context_dir(entries: dict[str, dict[str, Any]], tag: str) -> Path:
-    """The context as a directory named by the tag's content hash: `docker.RemoteImage` sends
-    a directory to the engine, and a name that changes exactly when the content does is what
-    tells it to build again. Made once (whole, or not at all), reused by every later run."""
-    parent = contexts_dir()
-    target = parent / tag.replace("/", "_").replace(":", "-")
-    if target.is_dir():
-        os.utime(target)  # in use: not pruned
-        return target
-    parent.mkdir(parents=True, exist_ok=True)
-    partial = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=parent))
-    try:
-        for name, entry in entries.items():
-            destination = partial / name
-            destination.parent.mkdir(parents=True, exist_ok=True)
-            if "content" in entry:
-                destination.write_text(entry["content"], encoding="utf-8")
-            elif Path(entry["path"]).is_dir():
-                shutil.copytree(entry["path"], destination)
-            else:
-                shutil.copy2(entry["path"], destination)
-        partial.rename(target)
-    except OSError:
-        shutil.rmtree(partial, ignore_errors=True)
-        if not target.is_dir():  # else another run made it first
-            raise
-    _prune(parent, keep=target)
-    return target
-
-
-def _prune(parent: Path, keep: Path) -> None:
-    oldest = time.time() - CONTEXT_KEEP_DAYS * 86400
-    for path in parent.iterdir():
-        if path != keep and path.is_dir() and path.stat().st_mtime < oldest:
-            shutil.rmtree(path, ignore_errors=True)
-
-
 @dataclass(frozen=True)
 class ImageSource:
-    """What an engine builds an image from: its tag, its context directory, its build args."""
+    """What an engine builds an image from: its tag, its context's entries, its build args."""
 
     tag: str
-    context_dir: Path
+    entries: dict[str, dict[str, Any]]
+    """Path in the context -> {"path": a local file or directory} or {"content": text}."""
     build_args: dict[str, str]
 
 
 def training_image_source(image: ImageConfig, project_dir: Path) -> ImageSource:
     entries = context_entries(image, project_dir)
-    tag = image_tag(image, entries)
-    return ImageSource(tag, context_dir(entries, tag), build_args(image))
+    return ImageSource(image_tag(image, entries), entries, build_args(image))
 
 
 def ipsec_image_source(image: ImageConfig) -> ImageSource:
     entries = ipsec_context_entries()
-    tag = ipsec_image_tag(image, entries)
-    return ImageSource(tag, context_dir(entries, tag), {"BASE_IMAGE": image.base_image})
+    return ImageSource(ipsec_image_tag(image, entries), entries, {"BASE_IMAGE": image.base_image})

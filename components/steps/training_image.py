@@ -13,6 +13,7 @@ import pulumi_docker as docker
 from components.hosts.host_script import script_text
 from components.naming import component_type
 from components.render.build_context import ImageSource
+from components.steps.context_cache import context_dir
 from components.paths import ASSETS_DIR
 
 SHIP_SCRIPT = ASSETS_DIR / "operator" / "image-ship.sh"
@@ -87,12 +88,13 @@ class TrainingImage(pulumi.ComponentResource):
         self.register_outputs({"image_ids": self.image_ids})
 
     def _build(self, name: str, host: ImageHost, args: TrainingImageArgs) -> docker.RemoteImage:
+        context = context_dir(args.source.entries, args.source.tag)
         return docker.RemoteImage(
             f"{name}-{host.name}-build",
             name=args.source.tag,
             build=docker.RemoteImageBuildArgs(
-                context=str(args.source.context_dir),
-                dockerfile=str(args.source.context_dir / "Dockerfile"),
+                context=str(context),
+                dockerfile=str(context / "Dockerfile"),
                 build_args=args.source.build_args,
             ),
             keep_locally=False,

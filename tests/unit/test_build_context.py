@@ -15,7 +15,8 @@ from typing import Any, Literal
 
 import pytest
 
-from components.render.build_context import CONTEXT_KEEP_DAYS, build_args, context_dir, context_entries, context_hash
+from components.render.build_context import build_args, context_entries, context_hash
+from components.steps.context_cache import CONTEXT_KEEP_DAYS, context_dir
 from components.paths import ASSETS_DIR
 from components.config import ImageConfig
 
