@@ -21,6 +21,7 @@ FAULTS: dict[str, Callable[[SimLab, str], None]] = {
     "host-stop": faults.stop_host,
     "host-start": faults.start_host,
     "host-reinstall": faults.reinstall_host,
+    "host-rekey": faults.rekey_host,
 }
 
 

@@ -92,3 +92,9 @@ def reinstall_host(lab: SimLab, name: str) -> None:
         base_hash = images.ensure_base_image(lambda message: None)
         tarball = images.base_image_tarball(base_hash)
     hosts.ensure_base_image_inside(host, base_hash, tarball)
+
+
+def rekey_host(lab: SimLab, name: str) -> None:
+    """Host ``name``'s SSH host keys made anew (a reinstall that did not keep them): sshd serves
+    the new keys at once; the operator's known_hosts still holds the old ones."""
+    docker("exec", lab.host(name).container, "sh", "-c", "rm -f /etc/ssh/ssh_host_* && ssh-keygen -A >/dev/null && pkill -HUP -o -x sshd")

@@ -1,13 +1,16 @@
 """Machines that come back different, on the simulated 2-host lab, on a stack of its own with a
 training run going in the background: a worker reinstalled, the manager reinstalled (each an
 empty disk under the same name, address and SSH host key) are set up again by a plain `up`, read
-from what the hosts hold, and `pulumi preview --expect-no-changes` passes after it; a pin on the
-address the other host's container holds is refused in one line before anything changes.
+from what the hosts hold, and `pulumi preview --expect-no-changes` passes after it; a host whose
+SSH host key changed is refused until the key is accepted with the README's command; a host
+renamed on the same machine is taken over; a pin on the address the other host's container
+holds is refused in one line before anything changes.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from collections.abc import Iterator
 
@@ -109,6 +112,23 @@ def test_a_reinstalled_machine_is_set_up_again_by_a_plain_up(stack: Stack, host:
     assert_set_up_as_the_stack_says(stack)
     timed(scenario, "checks and a preview", started)
     assert on_host(host, "docker", "exec", CONTAINER, "true") == ""
+
+
+def test_a_host_whose_key_changed_is_refused_until_the_new_key_is_accepted(stack: Stack) -> None:
+    host_fault("host-rekey", "server2")
+    code, output = attempt(stack, "up", "--yes")
+    assert code != 0 and "REMOTE HOST IDENTIFICATION HAS CHANGED" in output, output[-3000:]
+    code, output = attempt(stack, "preview", "--refresh=false")
+    known_hosts = ".simhosts/known_hosts"
+    server2 = address("server2")
+    assert f"server2: the SSH host key of server2 ({server2}:22) is not the one {known_hosts} holds" in output, output[-3000:]
+    # The README's command, as a user runs it in the project directory once the key is checked.
+    accept = f"ssh-keygen -R {server2} -f {known_hosts} && ssh-keyscan -p 22 {server2} >> {known_hosts}"
+    subprocess.run(["bash", "-c", accept], cwd=stack.cli.project_dir, check=True, capture_output=True)
+    started = time.monotonic()
+    up(stack)
+    timed("host key changed", "up after accepting it", started)
+    assert_set_up_as_the_stack_says(stack)
 
 
 def test_a_host_renamed_on_the_same_machine_is_taken_over_by_a_plain_up(stack: Stack) -> None:

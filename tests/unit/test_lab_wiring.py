@@ -568,6 +568,31 @@ def test_a_step_the_probe_found_changed_runs_again_in_place_with_the_next_genera
     return everything_registered(lab).apply(check)
 
 
+@pulumi.runtime.test
+def test_a_reinstalled_worker_runs_every_step_done_on_it_again_and_keeps_the_others_as_they_are(
+    mocks: RecordingMocks,
+) -> Any:
+    # server2 answers with nothing: no swarm, no image, no results directory, no generations.
+    mocks.answers = (
+        "server1 mtu 1500\nserver1 swarm-node m1 manager\nserver1 swarm-manager m1 10.0.18.1:2377\n"
+        "server1 swarm-member m1 10.0.18.1\nserver1 swarm-member w2 10.0.18.2\nserver1 results writable\n"
+        "server1 host-step swarm 3\nserver1 host-step results 2\n"
+        "server2 mtu 1500\nserver2 results absent\n"
+    )
+    lab = build_dev_lab()
+
+    def check(_: Any) -> None:
+        generations = {r.name: step_generation(r) for r in mocks.resources.values() if r.type == REMOTE_COMMAND}
+        assert generations["lab-swarm-server1-init"] == 3 and generations["lab-results-server1"] == 2, "as left"
+        fresh = {generations["lab-swarm-server2-join"], generations["lab-results-server2"]}
+        ship = step_generation(mocks.resources["lab-image-server2-ship"])
+        assert len(fresh | {ship}) == 1 and ship is not None and ship > 10**12, "one generation no run has used"
+        join = str(mocks.resources["lab-swarm-server2-join"].inputs["create"])
+        assert join.endswith("join 10.0.18.1:2377 10.0.18.2 m1"), "it joins the manager's node, m1"
+
+    return everything_registered(lab).apply(check)
+
+
 def swarm_node_label(mocks: RecordingMocks, host: str) -> str:
     labels = {label["label"]: label["value"] for label in mocks.resources[f"{host}-llm"].inputs["labels"]}
     return str(labels["dslab.swarm-node"])
