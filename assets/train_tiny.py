@@ -30,6 +30,7 @@ import json
 import os
 import socket
 import sys
+import time
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
@@ -82,6 +83,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         type=_positive_int,
         default=50,
         help="with --output_dir: a checkpoint every N steps and at the end (default 50)",
+    )
+    parser.add_argument(
+        "--step_pause_s",
+        type=float,
+        default=0.0,
+        help="test hook: seconds every rank waits after each step, for a long run that costs little CPU (default 0)",
     )
     parser.add_argument("--fail_rank", type=int, default=None, help="test hook: this rank raises")
     parser.add_argument(
@@ -173,6 +180,8 @@ def train(args: argparse.Namespace) -> float:
         if checkpoints and (step % args.save_steps == 0 or step == args.steps):
             # Every rank writes its own shard, on its own node (use_node_local_storage).
             engine.save_checkpoint(checkpoints, tag=checkpoint_tag(step), client_state={"step": step})
+        if args.step_pause_s > 0:
+            time.sleep(args.step_pause_s)
     dist.barrier()
     if rank == 0:
         if args.output_dir:

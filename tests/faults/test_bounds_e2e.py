@@ -33,6 +33,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 def long_training_started(stack: Stack, steps: int = 1_000_000) -> subprocess.Popen[str]:
     """`pulumi up` running a training run of STEPS steps, once its log shows steps."""
     stack.pulumi("config", "set", "--path", "training.workload.args[1]", str(steps))
+    # Long, not busy: the run's CPU would slow every lab beside this one.
+    stack.pulumi("config", "set", "--path", "training.workload.args[2]", "--step_pause_s")
+    stack.pulumi("config", "set", "--path", "training.workload.args[3]", "0.2")
     stack.pulumi("config", "set", "--path", "training.stall_timeout", "120")
     cli = stack.cli
     running = subprocess.Popen(

@@ -31,6 +31,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         # A run that goes on for as long as the module does, in the background: `up` returns.
         stack.pulumi("config", "set", "--path", "training.wait", "false")
         stack.pulumi("config", "set", "--path", "training.workload.args[1]", "1000000")
+        # Long, not busy: the run's CPU would slow every lab beside this one.
+        stack.pulumi("config", "set", "--path", "training.workload.args[2]", "--step_pause_s")
+        stack.pulumi("config", "set", "--path", "training.workload.args[3]", "0.2")
         stack.pulumi("config", "set", "--path", "training.stall_timeout", "900")
         up(stack)
         assert stack.outputs()["training_status"] == "running"
