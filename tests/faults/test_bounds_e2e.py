@@ -16,7 +16,7 @@ import pytest
 from harness.stack_project import Stack
 from tests.support.faults import (
     HOSTS, LOGS, TIMINGS, assert_trained_across_both, attempt, container, fault_stack,
-    in_container, locks_left, manager_logs_in_to, timed, training_log, up,
+    in_container, locks_left, manager_logs_in_to, set_long_run, timed, training_log, up,
 )  # fmt: skip
 from tests.support.sim_hosts import address, host_fault, on_host
 
@@ -32,10 +32,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
 def long_training_started(stack: Stack, steps: int = 1_000_000) -> subprocess.Popen[str]:
     """`pulumi up` running a training run of STEPS steps, once its log shows steps."""
-    stack.pulumi("config", "set", "--path", "training.workload.args[1]", str(steps))
-    # Long, not busy: the run's CPU would slow every lab beside this one.
-    stack.pulumi("config", "set", "--path", "training.workload.args[2]", "--step_pause_s")
-    stack.pulumi("config", "set", "--path", "training.workload.args[3]", "0.2")
+    set_long_run(stack, steps)
     stack.pulumi("config", "set", "--path", "training.stall_timeout", "120")
     cli = stack.cli
     running = subprocess.Popen(

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import pytest
 
 from harness.stack_project import Stack
-from tests.support.faults import CONTAINER, attempt, container, fault_stack, timed, up
+from tests.support.faults import CONTAINER, attempt, container, fault_stack, set_long_run, timed, up
 from tests.support.sim_hosts import address, host_fault, on_host
 
 pytestmark = [pytest.mark.e2e, pytest.mark.faults]
@@ -30,10 +30,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     for stack in fault_stack(tmp_path_factory, STACK):
         # A run that goes on for as long as the module does, in the background: `up` returns.
         stack.pulumi("config", "set", "--path", "training.wait", "false")
-        stack.pulumi("config", "set", "--path", "training.workload.args[1]", "1000000")
-        # Long, not busy: the run's CPU would slow every lab beside this one.
-        stack.pulumi("config", "set", "--path", "training.workload.args[2]", "--step_pause_s")
-        stack.pulumi("config", "set", "--path", "training.workload.args[3]", "0.2")
+        set_long_run(stack, 1_000_000)
         stack.pulumi("config", "set", "--path", "training.stall_timeout", "900")
         up(stack)
         assert stack.outputs()["training_status"] == "running"
@@ -96,6 +93,7 @@ def test_a_pin_on_the_address_the_other_host_holds_is_refused_in_one_line_before
     assert "Traceback" not in output
     assert container_ids() == before, "nothing changed"
     assert stack.outputs()["training_status"] == "running"
+    stack.pulumi("preview", "--expect-no-changes")  # the pin taken back: the stack as it was
 
 
 @pytest.mark.parametrize("host", ["server2", "server1"], ids=["worker", "manager"])

@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+import yaml
 
 from harness.pulumi_cli import REPO, PulumiCli, ensure_toolchain
 from harness.stack_project import Stack, project_copy
@@ -106,6 +107,16 @@ def assert_trained_across_both(stack: Stack) -> None:
     assert "dslab: world_size=2" in log and "dslab: finished" in log, log[-2000:]
     assert stack.outputs()["training_status"] == "succeeded"
 
+
+
+def set_long_run(stack: Stack, steps: int, pause_s: float = 0.2) -> None:
+    """The stack's training set to STEPS steps of train_tiny, each followed by PAUSE_S seconds
+    of rest: a run that goes on for long without taking the CPU the labs beside it need. (In the
+    stack file: `pulumi config set` takes `--step_pause_s` for a flag of its own.)"""
+    path = stack.cli.project_dir / f"Pulumi.{stack.name}.yaml"
+    workload = dict(yaml.safe_load(path.read_text(encoding="utf-8"))["config"]["dslab:training"]["workload"])
+    workload["args"] = ["--steps", str(steps), "--step_pause_s", str(pause_s)]
+    stack.merge_config({"training": {"workload": workload}})
 
 
 def locks_left(stack: Stack) -> list[str]:
