@@ -82,7 +82,8 @@ def reinstall_host(lab: SimLab, name: str) -> None:
     host = lab.host(name)
     docker("exec", host.container, "dslab-engine", "stop")
     # The engine's data is a volume mounted at /var/lib/docker: emptied, not removed.
-    wipe = 'awk \'$2 ~ "^/var/lib/docker/" {print $2}\' /proc/mounts | sort -r | xargs -r umount -l; '
+    # What the stopped engine leaves mounted (network namespaces under /run/docker) goes first.
+    wipe = 'awk \'$2 ~ "^/(var/lib|run)/docker/" {print $2}\' /proc/mounts | sort -r | xargs -r umount -l; '
     wipe += 'find /var/lib/docker -mindepth 1 -maxdepth 1 -exec rm -rf {} +; rm -rf /run/docker ' + " ".join(_PROGRAM_DIRS)
     docker("exec", host.container, "sh", "-c", wipe)
     docker("exec", host.container, "dslab-engine", "start")
