@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from simhosts import hosts, images
+from simhosts import hosts, images, paths
 from simhosts.plan import SimLab
 from simhosts.proc import docker, run
 
@@ -69,11 +69,6 @@ def start_host(lab: SimLab, name: str) -> None:
     hosts.wait_ready(host)
 
 
-# What the program may leave on a server outside its engine: the results of runs, its step
-# marks (the operator's user is root on the simulated hosts).
-_PROGRAM_DIRS = ("/var/lib/dslab", "/root/.dslab")
-
-
 def reinstall_host(lab: SimLab, name: str) -> None:
     """Host ``name``'s machine reinstalled, as a new OS on an empty disk under the same name,
     address and SSH host keys: its engine's containers, images, volumes and swarm membership
@@ -81,11 +76,7 @@ def reinstall_host(lab: SimLab, name: str) -> None:
     the lab's provisioning loads (what a reinstalled server pulls from a mirror)."""
     host = lab.host(name)
     docker("exec", host.container, "dslab-engine", "stop")
-    # The engine's data is a volume mounted at /var/lib/docker: emptied, not removed.
-    # What the stopped engine leaves mounted (network namespaces under /run/docker) goes first.
-    wipe = 'awk \'$2 ~ "^/(var/lib|run)/docker/" {print $2}\' /proc/mounts | sort -r | xargs -r umount -l; '
-    wipe += 'find /var/lib/docker -mindepth 1 -maxdepth 1 -exec rm -rf {} +; rm -rf /run/docker ' + " ".join(_PROGRAM_DIRS)
-    docker("exec", host.container, "sh", "-c", wipe)
+    _run_inside(host.container, "wipe-disk.sh")
     docker("exec", host.container, "dslab-engine", "start")
     from simhosts import lifecycle  # which imports this module
 
@@ -98,4 +89,10 @@ def reinstall_host(lab: SimLab, name: str) -> None:
 def rekey_host(lab: SimLab, name: str) -> None:
     """Host ``name``'s SSH host keys made anew (a reinstall that did not keep them): sshd serves
     the new keys at once; the operator's known_hosts still holds the old ones."""
-    docker("exec", lab.host(name).container, "sh", "-c", "rm -f /etc/ssh/ssh_host_* && ssh-keygen -A >/dev/null && pkill -HUP -o -x sshd")
+    _run_inside(lab.host(name).container, "new-host-keys.sh")
+
+
+def _run_inside(container: str, script: str) -> None:
+    """simhosts/assets/faults/SCRIPT run by sh inside the host container."""
+    text = (paths.ASSETS / "faults" / script).read_text(encoding="utf-8")
+    run(["docker", "exec", "--interactive", container, "sh", "-s"], input_text=text)
