@@ -20,7 +20,7 @@ FAULTS: dict[str, Callable[[SimLab, str], None]] = {
     "network-restore": faults.restore_network,
     "host-stop": faults.stop_host,
     "host-start": faults.start_host,
-    "host-reinstall": faults.reinstall_host,
+    "host-reinstall": lambda lab, name: lifecycle.reinstall_host(lab, name, _log),
     "host-rekey": faults.rekey_host,
 }
 

@@ -1,14 +1,13 @@
 """Fault injection for reliability tests: a host's engine, network or whole self goes away, or
-its machine is reinstalled.
+its SSH host keys change (a machine reinstalled whole: simhosts.lifecycle.reinstall_host, which
+provisions it again).
 
-Each fault but the reinstall has an exact inverse. Host names are ``server1``..``server8`` of one lab.
+Each fault but the new host keys has an exact inverse. Host names are ``server1``..``server8`` of one lab.
 """
 
 from __future__ import annotations
 
-import sys
-
-from simhosts import hosts, images, paths
+from simhosts import hosts
 from simhosts.plan import SimLab
 from simhosts.proc import docker, run
 
@@ -69,30 +68,7 @@ def start_host(lab: SimLab, name: str) -> None:
     hosts.wait_ready(host)
 
 
-def reinstall_host(lab: SimLab, name: str) -> None:
-    """Host ``name``'s machine reinstalled, as a new OS on an empty disk under the same name,
-    address and SSH host keys: its engine's containers, images, volumes and swarm membership
-    and everything the program left on it are gone; its engine comes back with the base image
-    the lab's provisioning loads (what a reinstalled server pulls from a mirror)."""
-    host = lab.host(name)
-    docker("exec", host.container, "dslab-engine", "stop")
-    _run_inside(host.container, "wipe-disk.sh")
-    docker("exec", host.container, "dslab-engine", "start")
-    from simhosts import lifecycle  # which imports this module
-
-    with lifecycle.machine_lock(lambda message: print(f"simhosts: {message}", file=sys.stderr)):
-        base_hash = images.ensure_base_image(lambda message: None)
-        tarball = images.base_image_tarball(base_hash)
-    hosts.ensure_base_image_inside(host, base_hash, tarball)
-
-
 def rekey_host(lab: SimLab, name: str) -> None:
     """Host ``name``'s SSH host keys made anew (a reinstall that did not keep them): sshd serves
     the new keys at once; the operator's known_hosts still holds the old ones."""
-    _run_inside(lab.host(name).container, "new-host-keys.sh")
-
-
-def _run_inside(container: str, script: str) -> None:
-    """simhosts/assets/faults/SCRIPT run by sh inside the host container."""
-    text = (paths.ASSETS / "faults" / script).read_text(encoding="utf-8")
-    run(["docker", "exec", "--interactive", container, "sh", "-s"], input_text=text)
+    hosts.run_fault_script(lab.host(name), "new-host-keys.sh")

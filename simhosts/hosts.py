@@ -7,6 +7,7 @@ import json
 import time
 from pathlib import Path
 
+from simhosts import paths
 from simhosts.images import BASE_IMAGE, HASH_LABEL, HOST_IMAGE
 from simhosts.plan import HOST_LABEL, LABEL, HostSpec, SimLab
 from simhosts.proc import docker, feed_file, run
@@ -106,6 +107,12 @@ def _wait(host: HostSpec, argv: list[str], what: str, timeout: float, need_outpu
 def authorize(host: HostSpec, public_keys: str) -> None:
     """Make ``public_keys`` (one a line) root's only authorized keys on the host."""
     run(["docker", "exec", "--interactive", host.container, "dslab-authorize"], input_text=public_keys.strip() + "\n")
+
+
+def run_fault_script(host: HostSpec, script: str) -> None:
+    """simhosts/assets/faults/SCRIPT, run by sh inside the host."""
+    text = (paths.ASSETS / "faults" / script).read_text(encoding="utf-8")
+    run(["docker", "exec", "--interactive", host.container, "sh", "-s"], input_text=text)
 
 
 def host_keys(host: HostSpec) -> list[str]:

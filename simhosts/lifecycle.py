@@ -19,14 +19,7 @@ from simhosts.proc import Log, docker, ok, run
 def up(lab: SimLab, count: int, log: Log) -> list[HostSpec]:
     """Bring up ``lab`` with ``count`` hosts; harmless when it is already up. Returns the hosts."""
     wanted = lab.hosts(count)
-    with machine_lock(log):
-        # Labs coming up side by side share the machine's engine and the simulator's images:
-        # one of them starts or builds those, the others wait and find them there.
-        log("machine engine")
-        run(["bash", str(paths.ENGINE_SCRIPT)], timeout=600)
-        base_hash = images.ensure_base_image(log)
-        images.ensure_host_image(base_hash, log)
-        base_tarball = images.base_image_tarball(base_hash)
+    base_hash, base_tarball = machine_parts(log)
     network.ensure_network(lab)
     state = operator_files.ensure_state_dir(lab)
     public_key = operator_files.ensure_operator_key(state)
@@ -55,6 +48,33 @@ def up(lab: SimLab, count: int, log: Log) -> list[HostSpec]:
     where = state.relative_to(paths.REPO_ROOT) / operator_files.STACK_CONFIG
     log(f"simhosts up (lab {lab.id}): {', '.join(f'{h.name}={h.address}' for h in wanted)}; stack config in {where}")
     return wanted
+
+
+def machine_parts(log: Log) -> tuple[str, Path]:
+    """The machine's engine and the simulator's images, started or built when missing; returns
+    the base image's input hash and its tarball, for loading into host engines."""
+    with machine_lock(log):
+        # Labs coming up side by side share the machine's engine and the simulator's images:
+        # one of them starts or builds those, the others wait and find them there.
+        log("machine engine")
+        run(["bash", str(paths.ENGINE_SCRIPT)], timeout=600)
+        base_hash = images.ensure_base_image(log)
+        images.ensure_host_image(base_hash, log)
+        return base_hash, images.base_image_tarball(base_hash)
+
+
+def reinstall_host(lab: SimLab, name: str, log: Log) -> None:
+    """Host ``name``'s machine reinstalled (a fault without an inverse), as a new OS on an empty
+    disk under the same name, address and SSH host keys: its engine's containers, images,
+    volumes and swarm membership and everything the program left on it are gone; its engine
+    comes back with the base image the lab's provisioning loads (what a reinstalled server
+    pulls from a mirror)."""
+    host = lab.host(name)
+    docker("exec", host.container, "dslab-engine", "stop")
+    hosts.run_fault_script(host, "wipe-disk.sh")
+    docker("exec", host.container, "dslab-engine", "start")
+    base_hash, base_tarball = machine_parts(log)
+    hosts.ensure_base_image_inside(host, base_hash, base_tarball)
 
 
 @contextmanager
