@@ -18,32 +18,35 @@ from components.config.base import NAMESPACE
 from components.hosts.credentials import OperatorCredentials
 from components.hosts.remote_host import RemoteHost, remote_host
 from components.render.container_spec import container_spec
-from components.hosts.host_steps import HostSteps, image_verdict, results_verdict, swarm_verdict
+from components.hosts.host_steps import HostSteps, image_verdict, results_verdict, run_report_verdict, swarm_verdict
+from components.hosts.input_manifest import InputsDiffer, check_same_inputs, inputs_digest
 from components.hosts.probe import read_host_facts
 from components.hosts.renames import taken_over_from_old_names
 from components.hosts.engines import docker_ssh_opts, host_engine, operator_ssh_line, private_key_file, ssh_destination
-from components.steps.deepspeed_launch import RUN_FILES_STEP, DeepSpeedLaunch, DeepSpeedLaunchArgs
+from components.steps.deepspeed_launch import RUN_FILES_STEP, RUN_REPORT_STEP, DeepSpeedLaunch, DeepSpeedLaunchArgs
 from components.steps.host_claims import HostClaims, HostClaimsArgs
 from components.steps.host_ipsec import IPSEC_IMAGE_STEP, HostIpsec, HostIpsecArgs
 from components.steps.training_image import IMAGE_STEP, ImageHost, TrainingImage, TrainingImageArgs, copy_step_name
 from components.steps.input_check import InputCheck, InputCheckArgs
 from components.steps.local_copy import LocalCopy, LocalCopyArgs
-from components.render.loss_plot import loss_plot_copy, loss_plot_in_container
+from components.render.loss_plot import loss_plot_copy, loss_plot_in_container, loss_plot_on_host
 from components.naming import component_type
 from components.steps.node_container import NodeContainer, NodeContainerArgs
 from components.steps.overlay_network import OverlayNetwork, OverlayNetworkArgs, mtu_of_driver_option, tunnel_mtu
 from components.steps.results_store import RESULTS_STEP, ResultsStore, ResultsStoreArgs
-from components.render.results import emptied_dirs, host_results_dir
-from components.render.run_files import run_deepspeed_env, run_files
+from components.render.preflight_call import preflight_call
+from components.render.results import RUN_OUTPUT_DIR, emptied_dirs, host_results_dir, run_suffix, stack_tag
+from components.render.run_files import RUN_DIR, run_deepspeed_env, run_files
+from components.render.run_identity import identity_key, identity_text, run_identity
 from components.steps.ssh_mesh import KEYS_STEP, REACH_STEP, TRUST_STEP, MeshMember, SshMesh, SshMeshArgs
 from components.steps.swarm import SWARM_STEP, Swarm, SwarmArgs
-from components.render.workload_inputs import required_paths
+from components.render.workload_inputs import input_roots, required_paths
 
 
 class Lab(pulumi.ComponentResource):
     """Creates the HostClaims, Swarm and OverlayNetwork (overlay mode), TrainingImage, InputCheck
     (LLaMA-Factory inputs), one NodeContainer per host, the SshMesh, and (when `training.launch`)
-    the DeepSpeedLaunch with its Preflight and the LocalCopy of the loss curve.
+    the DeepSpeedLaunch (its preflight, its run) and the LocalCopy of the loss curve.
 
     Outputs:
         container_ips: host name -> the container's overlay address (the host's in host mode).
@@ -80,9 +83,16 @@ class Lab(pulumi.ComponentResource):
         if strongswan:
             self.image_sources[IPSEC_IMAGE_STEP] = ipsec_image_source(config.image)
         # Before anything is registered: a host that cannot be asked stops `up` with nothing made.
+        self.input_roots = input_roots(config)
         self.facts = read_host_facts(
-            config, owner, str(project_dir), [source.tag for source in self.image_sources.values()], self.results_dir
+            config,
+            owner,
+            str(project_dir),
+            [source.tag for source in self.image_sources.values()],
+            self.results_dir,
+            self.input_roots,
         )
+        self.inputs_digest = self._same_inputs_everywhere(config)
         self.host_steps = HostSteps(self.facts)
         if self.facts.renamed:
             opts = pulumi.ResourceOptions.merge(
@@ -122,11 +132,22 @@ class Lab(pulumi.ComponentResource):
         self.mesh = self._create_mesh(name)
         self.run = run_files(config, self.plan)
         self.hostfile = self.run.hostfile
-        # Only a waited-for run has drawn its loss curve when `pulumi up` ends.
-        self.loss_plot_path = loss_plot_in_container(config.training.workload) if config.training.wait else None
+        self.owner = owner
         self.launch = self._create_launch(name) if config.training.launch else None
         self.loss_plot = self._create_loss_plot_copy(name, project_dir)
         self._register()
+
+    def _same_inputs_everywhere(self, config: LabConfig) -> str:
+        """The inputs' digest, once every host that answered holds the manager's copy; before
+        anything is planned, a host whose copy differs stops preview and up, naming it and the
+        first file that differs."""
+        answered = [host.name for host in config.hosts if host.name not in self.facts.problems]
+        manifests = {host: self.facts.inputs.get(host, ()) for host in answered}
+        try:
+            check_same_inputs(manifests, config.manager.name, self.input_roots)
+        except InputsDiffer as error:
+            raise pulumi.RunError(f"{NAMESPACE}:training.workload: {error}") from None
+        return inputs_digest(manifests, config.manager.name)
 
     def _create_swarm(self, name: str) -> Swarm:
         manager = self.config.manager
@@ -244,6 +265,7 @@ class Lab(pulumi.ComponentResource):
                     for node in self.nodes
                 },
                 on_destroy=self.config.training.results_on_destroy,
+                stack_tag=stack_tag(owner),
                 emptied_dirs=emptied_dirs(self.config, owner),
                 after=self.claims.resources,
             ),
@@ -313,6 +335,15 @@ class Lab(pulumi.ComponentResource):
         deepspeed_env = pulumi.Output.from_input(socket_ifname).apply(
             lambda ifname: run_deepspeed_env(config, ifname)
         )
+        identity = run_identity(
+            argv=self.run.argv,
+            ds_config=self.run.ds_config,
+            dataset_info=self.run.dataset_info,
+            hostfile=self.run.hostfile,
+            image=self.image_sources[IMAGE_STEP].tag,
+            inputs=self.inputs_digest,
+        )
+        preflight = config.training.preflight
         return DeepSpeedLaunch(
             f"{name}-training",
             DeepSpeedLaunchArgs(
@@ -327,12 +358,20 @@ class Lab(pulumi.ComponentResource):
                 deepspeed_env=deepspeed_env,
                 wait=config.training.wait,
                 stall_timeout=config.training.stall_timeout,
-                loss_plot=self.loss_plot_path,
                 mesh=[*self.mesh.trusts, self.mesh.reach],
                 container_ids={host: container.container_id for host, container in self.containers.items()},
                 file_generations={host.name: self.facts.generation(host.name, RUN_FILES_STEP) for host in config.hosts},
-                preflight=config.training.preflight,
-                preflight_argv=list(self.run.preflight_argv),
+                report_generation=self.host_steps.generation(
+                    manager.name, RUN_REPORT_STEP, run_report_verdict(self.facts, manager.name)
+                ),
+                identity=identity_text(identity),
+                run_suffix=run_suffix(self.owner, identity_key(identity)),
+                record=RUN_OUTPUT_DIR,
+                preflight=preflight_call(
+                    preflight, workdir=config.training.workload.workdir, run_dir=RUN_DIR, argv=self.run.preflight_argv
+                )
+                if preflight.enabled
+                else None,
                 results_dir=self.results_dir,
                 resume=config.training.resume,
             ),
@@ -340,11 +379,24 @@ class Lab(pulumi.ComponentResource):
         )
 
     def _create_loss_plot_copy(self, name: str, project_dir: Path) -> LocalCopy | None:
-        if self.launch is None or self.loss_plot_path is None:
+        if self.launch is None or loss_plot_in_container(self.config.training.workload) is None:
             return None
+        operator = self.config.operator
+        # A run draws its curve when it ends: copied once it succeeded (a background run's, by
+        # the `up` that finds it so).
+        source = pulumi.Output.all(self.launch.run_name, self.launch.status).apply(
+            lambda run_and_status: loss_plot_on_host(self.results_dir, run_and_status[0])
+            if run_and_status[0] and run_and_status[1] == "succeeded"
+            else ""
+        )
         return LocalCopy(
             f"{name}-loss-plot",
-            LocalCopyArgs(path=loss_plot_copy(project_dir, pulumi.get_stack()), content_base64=self.launch.loss_plot_png),
+            LocalCopyArgs(
+                path=loss_plot_copy(project_dir, pulumi.get_stack()),
+                source=source,
+                destination=ssh_destination(self.config.manager),
+                ssh_options=tuple(docker_ssh_opts(private_key_file(operator), operator.known_hosts_path)),
+            ),
             pulumi.ResourceOptions(parent=self),
         )
 

@@ -3,7 +3,7 @@
 # keeping a log and a status file, and stopping it when it can no longer finish. Started
 # with `docker exec`.
 #
-# usage: run-deepspeed.sh --workdir DIR --log FILE --status FILE [--hostfile FILE]
+# usage: run-deepspeed.sh --workdir DIR --log FILE --status FILE [--record DIR] [--hostfile FILE]
 #                         [--stall-timeout S] [--background] -- ARGV...
 #
 #   --workdir DIR        the command's working directory; DeepSpeed's launcher reads
@@ -11,7 +11,12 @@
 #                        in the same path on its host, so DIR must exist in every container
 #   --log FILE           the command's stdout and stderr (truncated at start); in the
 #                        foreground they also go to this script's stdout
-#   --status FILE        one line: "running", then "succeeded" or "failed ..."
+#   --status FILE        one line: "running", then "succeeded", "failed ..." or "stopped ..."
+#                        (a TERM or INT stops the run: its ranks, pdsh, the launcher)
+#   --record DIR         the run's own directory (its results): the status is written there
+#                        too, and at the end the log is appended to its train.log and, when
+#                        it succeeded, `finished` holds the time; each file whole (written
+#                        aside, then renamed), by the run itself in either mode
 #   --hostfile FILE      the run's nodes: ranks an earlier run left behind on them are
 #                        stopped first, and a stopped run names the nodes it cannot reach
 #   --stall-timeout S    stop the run when its log stays silent for S seconds (0: never,
@@ -30,16 +35,17 @@
 set -euo pipefail
 
 usage() {
-  echo "usage: run-deepspeed.sh --workdir DIR --log FILE --status FILE [--hostfile FILE] [--stall-timeout S] [--background] -- ARGV..." >&2
+  echo "usage: run-deepspeed.sh --workdir DIR --log FILE --status FILE [--record DIR] [--hostfile FILE] [--stall-timeout S] [--background] -- ARGV..." >&2
   exit 64
 }
 
-workdir="" log="" status="" hostfile="" stall_timeout=0 background=0
+workdir="" log="" status="" record="" hostfile="" stall_timeout=0 background=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --workdir) [ $# -ge 2 ] || usage; workdir="$2"; shift 2 ;;
     --log) [ $# -ge 2 ] || usage; log="$2"; shift 2 ;;
     --status) [ $# -ge 2 ] || usage; status="$2"; shift 2 ;;
+    --record) [ $# -ge 2 ] || usage; record="$2"; shift 2 ;;
     --hostfile) [ $# -ge 2 ] || usage; hostfile="$2"; shift 2 ;;
     --stall-timeout) [ $# -ge 2 ] || usage; stall_timeout="$2"; shift 2 ;;
     --background) background=1; shift ;;
@@ -56,7 +62,8 @@ workdir="$(pwd -P)"
 case "$log" in /*) ;; *) log="$workdir/$log" ;; esac
 case "$status" in /*) ;; *) status="$workdir/$status" ;; esac
 case "$hostfile" in ''|/*) ;; *) hostfile="$workdir/$hostfile" ;; esac
-mkdir -p "$(dirname "$log")" "$(dirname "$status")"
+case "$record" in ''|/*) ;; *) record="$workdir/$record" ;; esac
+mkdir -p "$(dirname "$log")" "$(dirname "$status")" ${record:+"$record"}
 lock="$status.lock"
 
 # Where the launcher looks: the hostfile given (or ./hostfile), .deepspeed_env in ~ or here.
@@ -70,7 +77,7 @@ if [ "$background" = 1 ]; then
   flock -n 9 || { echo "run-deepspeed.sh: another run holds $lock ($(cat "$status" 2>/dev/null))" >&2; exit 75; }
   exec 9>&-
   rm -f "$status"
-  setsid nohup "$0" --workdir "$workdir" --log "$log" --status "$status" \
+  setsid nohup "$0" --workdir "$workdir" --log "$log" --status "$status" ${record:+--record "$record"} \
     ${hostfile:+--hostfile "$hostfile"} --stall-timeout "$stall_timeout" -- "$@" \
     </dev/null >/dev/null 2>&1 &
   child=$!
@@ -92,7 +99,18 @@ flock -n 9 || { echo "run-deepspeed.sh: another run holds $lock ($(cat "$status"
 # How long every node may take to answer ssh before the run starts.
 REACH_TIMEOUT=${DSLAB_REACH_TIMEOUT:-60}
 
-write_status() { echo "$1" > "$status.tmp" && mv "$status.tmp" "$status"; }
+# whole_file FILE LINE: FILE holds LINE, never half of it (written aside, then renamed).
+whole_file() { echo "$2" >"$1.tmp" && mv "$1.tmp" "$1"; }
+# The status here, and in the run's directory, where the run's end outlives this container:
+# at the end, with the log appended to the directory's train.log (a resumed run's attempts
+# one after the other).
+write_status() {
+  whole_file "$status" "$1"
+  [ -n "$record" ] || return 0
+  if [ "$1" != running ]; then cat "$log" >>"$record/train.log" 2>/dev/null || true; fi
+  whole_file "$record/status" "$1"
+  if [ "$1" = succeeded ]; then whole_file "$record/finished" "$(date -u +%FT%TZ)"; fi
+}
 
 HOSTFILE=$hostfile
 # shellcheck source=nodes.sh
@@ -134,6 +152,21 @@ setsid "$@" 9>&- >>"$log" 2>&1 </dev/null &
 run_pid=$!
 tail -n +1 -f -s 0.1 --pid "$run_pid" "$log" 2>/dev/null &
 tail_pid=$!
+
+# Stopped (the next run, `pulumi destroy`): the run's whole process group goes, and the run
+# says so itself, so that nobody takes it for one still going.
+# shellcheck disable=SC2317  # run by the traps
+stopped() {
+  trap - TERM INT
+  kill -TERM -- "-$run_pid" 2>/dev/null || true
+  for _ in $(seq 1 10); do kill -0 "$run_pid" 2>/dev/null || break; sleep 1; done
+  kill -KILL -- "-$run_pid" 2>/dev/null || true
+  stop_ranks_everywhere
+  write_status "stopped: by $1"
+  exit 143
+}
+trap 'stopped TERM' TERM
+trap 'stopped INT' INT
 
 # A second between looks at the run, cut short when the run ends (a finished run returns at once).
 pause_while_running() {

@@ -1,93 +1,179 @@
 #!/usr/bin/env bash
 # On the manager, the training run in the manager container (the run's files are there).
-#   run:    start DeepSpeed (a run still going is stopped first), waiting for it unless MODE
-#           is background. The run is stopped when pdsh loses a node, or when its log stays
-#           silent STALL_TIMEOUT seconds. The log stays in the container; while it runs, its
-#           last line is shown every DSLAB_PROGRESS_SECONDS (30) when it changed, and a failed
-#           run shows its last lines. An engine that stops answering ends the step within
-#           DSLAB_PROGRESS_SECONDS and the engine's bound (host/lib/engine-bound.sh); the run
-#           goes on in the container until the next run or preflight stops it.
-#           Each run writes into a directory of its own on every host, RESULTS/<UTC time>-KEY
-#           (KEY names its inputs), mounted into the containers: every @RUN@ in the command
-#           line and LOSS_PLOT becomes that name. A finished run's directory gets `finished`.
-#           With RESUME auto, when the last run of the same KEY did not finish and left a
-#           checkpoint (checkpoint-N/ as the Trainer saves, checkpoints/latest as
-#           train_tiny.py does), this run goes on in its directory: the workload resumes
-#           from its newest checkpoint there. In wait mode the run's log is appended to
-#           train.log in its directory on this host when the run ends (each attempt of a
-#           resumed run after the one before), so it outlives the container.
-#   report: say what the last run left, without running anything (the step's update).
-#   stop:   stop a run still going (background mode; the step's delete), and say where the
-#           results are: nothing of them is ever deleted here (host/results-dir.sh is).
+#   run:    a new run of these inputs (the step's create: its inputs changed, or its container
+#           is new). A run still going is stopped first. With RESUME auto, when the last run of
+#           the same inputs (RUN_SUFFIX: the stack's tag and the inputs key) finished, nothing
+#           trains: it is reported; when it did not finish and left a checkpoint (checkpoint-N/
+#           as the Trainer saves, checkpoints/latest as train_tiny.py does), this run goes on in
+#           its directory, from its newest checkpoint. Else a new directory,
+#           RESULTS/<UTC time>-RUN_SUFFIX, holding identity.json (what the run is).
+#           Then the preflight (the image's preflight.sh, bounded by PREFLIGHT_S seconds on top
+#           of the engine's bound; no arguments: none), then DeepSpeed,
+#           waiting for it unless MODE is background. Every @RUN@ in the command line and
+#           RECORD becomes the run's name. The run itself writes its status (running,
+#           succeeded, failed, stopped) and `finished` into its directory when it ends
+#           (run-deepspeed.sh --record RECORD), in both modes. The run is stopped when pdsh
+#           loses a node, or when its log stays silent STALL_TIMEOUT seconds. While it runs, the
+#           log's last line is shown every DSLAB_PROGRESS_SECONDS (30) when it changed, and a
+#           failed run shows its last lines. An engine that stops answering ends the step within
+#           DSLAB_PROGRESS_SECONDS and the engine's bound (host/lib/engine-bound.sh); the run goes
+#           on in the container. The run appends its log to train.log in its directory on this
+#           host when it ends, so it outlives the container.
+#   report: the step's update (a setting that does not change what the run is: how it is
+#           watched, a timeout, the preflight's figures, a script's text; or the probe found
+#           the run's status changed since it was last reported): starts and stops nothing.
+#           In wait mode, a run still going is followed to its end.
+#   stop:   stop a run still going (the step's delete), and say where the results are:
+#           nothing of them is ever deleted here (host/results-dir.sh is).
 # The result (run, report) is one JSON line: status, log, summary (the run's last
 # `dslab: finished` line), run (its name), resumed_from (the step the run went on from, as its
-# log says; null) and, in wait mode, the LOSS_PLOT the run drew (a PNG in the container; - for
-# none) base64-encoded, for the operator's copy.
-# Usage: deepspeed-launch.sh run|report|stop CONTAINER WORKDIR RUN_DIR MODE(wait|background) STALL_TIMEOUT LOSS_PLOT RESULTS KEY RESUME(auto|never) -- DEEPSPEED_ARGV...
+# log says; null), preflight (preflight.sh's result before the run; null). The status reported
+# is kept in the step's mark (run-report.seen): the hosts' probe compares it with the run's.
+# Usage: deepspeed-launch.sh run|report|stop CONTAINER WORKDIR RUN_DIR MODE(wait|background)
+#          STALL_TIMEOUT RESULTS RECORD RUN_SUFFIX RESUME(auto|never) PREFLIGHT_S
+# The run's spec follows the script on stdin, one line each: the identity (JSON), the number
+# of preflight.sh's arguments, each of them, the number of the deepspeed command's words,
+# each of them (arguments hold no newline).
 set -euo pipefail
 # dslab:include host/lib/engine-bound.sh
 # dslab:include host/lib/json-string.sh
 # dslab:include host/lib/container-output.sh
 # dslab:include host/lib/ticker.sh
 # dslab:include host/lib/run-stop.sh
+# dslab:include host/lib/step-mark.sh
 
 PROGRESS_LINES_ON_FAILURE=15
 LAST_RUN="last-run"  # in RESULTS: the name of the last run started
+REPORT_STEP="run-report"
 
 launch() {
-  local action=$1 container=$2 workdir=$3 run_dir=$4 mode=$5 stall_timeout=$6 loss_plot=$7 results=$8 key=$9 resume=${10}
-  shift 11  # ACTION CONTAINER WORKDIR RUN_DIR MODE STALL_TIMEOUT LOSS_PLOT RESULTS KEY RESUME --
-  local log="$run_dir/train.log" status="$run_dir/status" state name kept_log
+  local action=$1 container=$2 workdir=$3 run_dir=$4 mode=$5 stall_timeout=$6 results=$7 record=$8 suffix=$9
+  local resume=${10} preflight_s=${11}
+  local log="$run_dir/train.log" status="$run_dir/status" state name="" last kept_log identity="" preflight=() argv=()
   case $action in
     stop)
       stop_run_in "$container"
+      unmark_host "$REPORT_STEP"
+      rm -f "$HOST_STEP_DIR/$REPORT_STEP.seen"
       echo "the results of every run are on each host in $results (training.results_dir)" >&2
       return 0
       ;;
     report)
-      state=$(container_output "$container" cat "$status" 2>/dev/null || echo unknown)
       name=$(cat "$results/$LAST_RUN" 2>/dev/null || true)
+      state=$(run_state "$container" "$results" "$name")
+      if [[ $mode == wait && $state == running ]]; then
+        follow_run "$container" "$log" "$status" "$results" "$name"
+        state=$(run_state "$container" "$results" "$name")
+      fi
       ;;
     run)
+      IFS= read -r identity
+      read_words preflight
+      read_words argv
       stop_run_in "$container"
-      name=""
-      [[ "$resume" != auto ]] || name=$(unfinished_run "$results" "$key")
+      if [[ "$resume" == auto ]]; then
+        last=$(last_run_of "$results" "$suffix")
+        if [[ -n "$last" ]] && finished "$results/$last"; then
+          name=$last
+          echo "run $name has these inputs and finished: nothing to train (training.resume: auto); its results: $results/$name on every host" >&2
+          printf '%s\n' "$name" >"$results/$LAST_RUN"
+          report "$container" "$log" succeeded "$name" "$run_dir" "$results"
+          return 0
+        fi
+        [[ -z "$last" ]] || ! has_checkpoint "$results/$last" || name=$last
+      fi
+      [[ ${#preflight[@]} -eq 0 ]] || run_preflight "$container" "$run_dir" "$preflight_s" "${preflight[@]}"
       if [[ -n "$name" ]]; then
         echo "resuming run $name from its last checkpoint (training.resume: auto); its results: $results/$name on every host" >&2
       else
-        name="$(date -u +%Y%m%dT%H%M%SZ)-$key"
-        mkdir -p "$results/$name"
+        name=$(new_run "$results" "$suffix")
+        printf '%s\n' "$identity" >"$results/$name/identity.json"
         echo "this run's results: $results/$name on every host" >&2
       fi
+      echo "run $name: $(tr -d '\n' <"$results/$name/identity.json" 2>/dev/null || echo 'identity unknown')" >&2
       printf '%s\n' "$name" >"$results/$LAST_RUN"
-      # A background run's log is still being written: it stays in the container only.
       kept_log="$results/$name/train.log"
-      [[ "$mode" != background ]] || kept_log=""
-      start_run "$container" "$workdir" "$log" "$status" "$run_dir/hostfile" "$mode" "$stall_timeout" \
-        "$kept_log" "${@//@RUN@/$name}"
+      start_run "$container" "$workdir" "$log" "$status" "${record//@RUN@/$name}" "$run_dir/hostfile" "$mode" \
+        "$stall_timeout" "$kept_log" "${argv[@]//@RUN@/$name}"
       # run-deepspeed.sh exits 0 only once its status file says so: the exit code is the status.
-      if [[ "$mode" == background ]]; then
-        state=running
-        echo "training $state; the log is $container:$log" >&2
-      else
-        state=succeeded
-        date -u +%FT%TZ >"$results/$name/finished"
-        echo "training $state; the log is $container:$log, kept in $kept_log" >&2
-      fi
+      state=$([[ "$mode" == background ]] && echo running || echo succeeded)
+      echo "training $state; the log is $container:$log, kept in $kept_log when the run ends" >&2
       ;;
     *) echo "deepspeed-launch.sh: unknown action $action" >&2; return 64 ;;
   esac
-  report "$container" "$log" "$state" "$mode" "${loss_plot//@RUN@/$name}" "$name"
+  report "$container" "$log" "$state" "$name" "$run_dir" "$results"
 }
 
-# The last run of KEY in RESULTS when it did not finish and left a checkpoint; else nothing.
-unfinished_run() {
-  local results=$1 key=$2 last
-  last=$(find "$results" -mindepth 1 -maxdepth 1 -type d -name "*-$key" -printf '%f\n' 2>/dev/null | sort | tail -n 1)
-  [[ -n "$last" && ! -e "$results/$last/finished" ]] || return 0
-  if [[ -f "$results/$last/checkpoints/latest" ]] || compgen -G "$results/$last/checkpoint-*/" >/dev/null; then
-    echo "$last"
+# read_words ARRAY: a count on one line from stdin, then that many lines, into ARRAY.
+read_words() {
+  local -n words=$1
+  local count line i
+  read -r count
+  words=()
+  for ((i = 0; i < count; i++)); do
+    IFS= read -r line
+    words+=("$line")
+  done
+}
+
+# The last run of RUN_SUFFIX (this stack, these inputs) in RESULTS, if any.
+last_run_of() {
+  { find "$1" -mindepth 1 -maxdepth 1 -type d -name "*-$2" -printf '%f\n' 2>/dev/null || true; } | sort | tail -n 1
+}
+
+# A new run's directory in RESULTS: `<UTC time, ms>-RUN_SUFFIX`, made here (mkdir fails when
+# another run took the name: the next millisecond is tried).
+new_run() {
+  local results=$1 suffix=$2 name
+  mkdir -p "$results"
+  for _ in $(seq 1 100); do
+    name="$(date -u +%Y%m%dT%H%M%S.%3NZ)-$suffix"
+    if mkdir "$results/$name" 2>/dev/null; then echo "$name"; return 0; fi
+    sleep 0.01
+  done
+  echo "deepspeed-launch.sh: cannot make a run directory in $results" >&2
+  return 1
+}
+
+# Whether the run in DIR finished (written by the run itself; `finished` alone by an earlier release).
+finished() {
+  [[ -e "$1/finished" ]] || [[ "$(head -c 9 "$1/status" 2>/dev/null)" == succeeded ]]
+}
+
+has_checkpoint() {
+  [[ -f "$1/checkpoints/latest" ]] || compgen -G "$1/checkpoint-*/" >/dev/null
+}
+
+# NAME's status as its run wrote it (running, succeeded, failed, stopped), `stopped` for a run
+# that says running but is gone (its container was stopped or made anew), `none` for no run.
+run_state() {
+  local container=$1 results=$2 name=$3 state
+  [[ -n "$name" && -d "$results/$name" ]] || { echo none; return 0; }
+  state=$(head -n 1 "$results/$name/status" 2>/dev/null || true)
+  state=${state%%:*}
+  state=${state%% *}
+  if [[ -z "$state" ]]; then
+    state=stopped
+    if finished "$results/$name"; then state=succeeded; fi
   fi
+  if [[ $state == running ]] && ! docker exec "$container" pgrep -f 'run-deepspeed[.]sh' >/dev/null 2>&1; then
+    state=stopped
+  fi
+  echo "$state"
+}
+
+# The preflight (the image's preflight.sh) in CONTAINER, bounded by BOUND_S seconds on top of
+# the engine's bound (0: the all-reduce has no bound); its result kept in RUN_DIR/preflight.json.
+run_preflight() {
+  local container=$1 run_dir=$2 bound_s=$3 result
+  shift 3
+  echo "preflight: every node answers, the same hostfile everywhere, a short all-reduce" >&2
+  if [[ $bound_s -eq 0 ]]; then
+    result=$(command docker exec "$container" /opt/dslab/preflight.sh "$@")
+  else
+    result=$(DSLAB_ENGINE_TIMEOUT=$((DSLAB_ENGINE_TIMEOUT + bound_s)) docker exec "$container" /opt/dslab/preflight.sh "$@")
+  fi
+  printf '%s\n' "$result" | tail -n 1 | docker exec -i "$container" sh -c "cat >'$run_dir/preflight.json'"
 }
 
 # The last log line, when it is new since the last time it was shown (run by the ticker).
@@ -101,9 +187,10 @@ show_progress() {
 }
 
 start_run() {
-  local container=$1 workdir=$2 log=$3 status=$4 hostfile=$5 mode=$6 stall_timeout=$7 kept_log=$8 code seen
-  shift 8
-  local flags=(--workdir "$workdir" --log "$log" --status "$status" --hostfile "$hostfile" --stall-timeout "$stall_timeout")
+  local container=$1 workdir=$2 log=$3 status=$4 record=$5 hostfile=$6 mode=$7 stall_timeout=$8 kept_log=$9 code seen
+  shift 9
+  local flags=(--workdir "$workdir" --log "$log" --status "$status" --record "$record" --hostfile "$hostfile"
+    --stall-timeout "$stall_timeout")
   [[ "$mode" == background ]] && flags+=(--background)
   echo "launching in $container: $*" >&2
   seen=$(mktemp)
@@ -116,42 +203,56 @@ start_run() {
   set -e
   stop_ticking
   rm -f "$seen"
-  [[ -z "$kept_log" ]] || keep_log "$container" "$log" "$kept_log"
-  if [[ $code -ne 0 ]]; then
-    echo "the last lines of $container:$log:" >&2
-    docker exec "$container" tail -n "$PROGRESS_LINES_ON_FAILURE" "$log" 2>/dev/null | sed 's/^/  /' >&2 || true
-    echo "training failed (exit $code, status: $(container_output "$container" cat "$status" 2>/dev/null || echo unknown));" \
-      "the whole log is $container:$log${kept_log:+, kept in $kept_log}" >&2
-    exit "$code"
-  fi
+  [[ $code -eq 0 ]] || failed "$container" "$log" "$status" "exit $code" "$kept_log"
 }
 
-# The run's log appended to KEPT, in the run's directory on this host: it outlives the container.
-keep_log() {
-  local container=$1 log=$2 kept=$3
-  docker exec "$container" cat "$log" >>"$kept" 2>/dev/null || echo "warning: the log $container:$log could not be kept in $kept" >&2
+# A run going in CONTAINER (started in background mode), followed until it ends: the step now
+# waits (training.wait: true); a failed end fails it.
+follow_run() {
+  local container=$1 log=$2 status=$3 results=$4 name=$5 seen
+  echo "run $name is still going: following it to its end (training.wait: true)" >&2
+  seen=$(mktemp)
+  DSLAB_PROGRESS_SECONDS=${DSLAB_PROGRESS_SECONDS:-30} tick_while_running show_progress "$container" "$log" "$seen"
+  while docker exec "$container" pgrep -f 'run-deepspeed[.]sh' >/dev/null 2>&1; do sleep 2; done
+  stop_ticking
+  rm -f "$seen"
+  case $(container_output "$container" cat "$status" 2>/dev/null || echo unknown) in
+    succeeded) echo "training succeeded; the log is $container:$log" >&2 ;;
+    *) failed "$container" "$log" "$status" "it ended" "$results/$name/train.log" ;;
+  esac
 }
 
+# Ends the step on a failed run, with the log's last lines.
+failed() {
+  local container=$1 log=$2 status=$3 how=$4 kept_log=$5
+  echo "the last lines of $container:$log:" >&2
+  docker exec "$container" tail -n "$PROGRESS_LINES_ON_FAILURE" "$log" 2>/dev/null | sed 's/^/  /' >&2 || true
+  echo "training failed ($how, status: $(container_output "$container" cat "$status" 2>/dev/null || echo unknown));" \
+    "the whole log is $container:$log${kept_log:+, kept in $kept_log}" >&2
+  exit 1
+}
+
+# Prints the result, and keeps the status reported in the step's mark.
 report() {
-  local container=$1 log=$2 state=$3 mode=$4 loss_plot=$5 name=$6 summary resumed_from plot_base64=""
+  local container=$1 log=$2 state=$3 name=$4 run_dir=$5 results=$6 summary resumed_from preflight
   summary=$(container_output "$container" sh -c "grep -a 'dslab: finished' '$log' | tail -n 1" 2>/dev/null || true)
+  # A run reported finished again (a new container) has its summary in its kept log only.
+  if [[ -z "$summary" && -n "$name" && -f "$results/$name/train.log" ]]; then
+    summary=$(grep -a 'dslab: finished' "$results/$name/train.log" | tail -n 1 || true)
+  fi
   # train_tiny.py's line, or the Trainer's ("Continuing training from global step N").
   resumed_from=$(container_output "$container" sh -c \
     "grep -a -o -E 'dslab: resumed from step=[0-9]+|Continuing training from global step [0-9]+' '$log' | tail -n 1" \
     2>/dev/null | grep -o -E '[0-9]+$' || true)
-  if [[ "$mode" == wait && "$loss_plot" != - && "$state" == succeeded ]]; then
-    if plot_base64=$(container_output "$container" base64 -w0 "$loss_plot" 2>/dev/null); then
-      echo "copying the loss curve $container:$loss_plot back" >&2
-    else
-      echo "warning: the run drew no loss curve at $container:$loss_plot" >&2
-      plot_base64=""
-    fi
-  fi
+  preflight=$(docker exec "$container" cat "$run_dir/preflight.json" 2>/dev/null | tail -n 1 || true)
+  [[ $preflight == \{* ]] || preflight=null
+  mark_host "$REPORT_STEP"
+  printf '%s %s\n' "${name:--}" "$state" >"$HOST_STEP_DIR/$REPORT_STEP.seen"
   # The summary is a line the run wrote: anything may be in it.
-  printf '{"status": %s, "log": %s, "summary": %s, "run": %s, "resumed_from": %s, "loss_plot": %s, "loss_plot_png": "%s"}\n' \
+  printf '{"status": %s, "log": %s, "summary": %s, "run": %s, "resumed_from": %s, "preflight": %s}\n' \
     "$(json_string "$state")" "$(json_string "$log")" "$(json_string "$summary")" "$(json_string "$name")" \
-    "${resumed_from:-null}" "$(json_string "${plot_base64:+$loss_plot}")" "$plot_base64"
+    "${resumed_from:-null}" "$preflight"
 }
 
-launch "$@"
-exit
+# One line: bash has read it whole before the spec that follows it on stdin.
+launch "$@"; exit

@@ -21,15 +21,27 @@
 #   image TAG ID       for each of IMAGES (comma-separated tags) this engine holds
 #   results writable|absent|read-only
 #                      the results directory RESULTS, as the containers will mount it
+#   run NAME STATUS    the last run started here (RESULTS/last-run) and the first word of
+#                      the status it wrote in its directory (running, succeeded, failed,
+#                      stopped; finished by an earlier release: succeeded; none written: none)
+#   run-alive          when that run says running and run-deepspeed.sh is in a running
+#                      container of the stack here
+#   run-reported NAME STATE
+#                      what the training step last reported (deepspeed-launch.sh)
+#   input I SIZE SHA256 PATH
+#                      for each file under the I-th of INPUTS (0, 1, ...; one per line):
+#                      its size and a digest that stays cheap on a model of many GB (a file
+#                      up to 1 MiB whole; a larger one by its size and three 64 KiB blocks:
+#                      the first, the middle, the last), PATH relative to that input
 #   claimed-by OWNER   the stack whose claim (docker volume dslab-claim) this host holds
 #   used-by OWNER      another stack whose containers run here
 #   host-step STEP N   for each step done on this host: the generation it last ran with
 #                      (host/lib/step-mark.sh); whether its work is still there is read above
 #   step STEP N [WHAT] for each step kept inside a running container of the stack (below)
 #   engine-silent N    instead of the engine's lines when it gave no reply within N seconds
-# Usage: host-facts.sh OWNER NETWORK ADDRESS MTU ENGINE_TIMEOUT_S IMAGES RESULTS
+# Usage: host-facts.sh OWNER NETWORK ADDRESS MTU ENGINE_TIMEOUT_S IMAGES RESULTS INPUTS
 set -euo pipefail
-owner=$1 network=$2 address=$3 want_mtu=$4 engine_timeout_s=$5 images=$6 results=$7
+owner=$1 network=$2 address=$3 want_mtu=$4 engine_timeout_s=$5 images=$6 results=$7 inputs=${8:-}
 
 # An engine that accepts connections but never answers (hung, swamped) would hold every call,
 # and the preview with it: each call is bounded, and one that ran out says so once.
@@ -112,6 +124,49 @@ results_dir() {
   else echo "results writable"
   fi
 }
+last_run() {
+  local name state
+  name=$(head -n 1 "$results/last-run" 2>/dev/null) || return 0
+  [[ -n $name && -d "$results/$name" ]] || return 0
+  state=$(head -n 1 "$results/$name/status" 2>/dev/null || true)
+  state=${state%%:*}
+  state=${state%% *}
+  if [[ -z $state && -e "$results/$name/finished" ]]; then state=succeeded; fi
+  echo "run $name ${state:-none}"
+  if [[ $state == running ]]; then
+    for id in $running; do
+      if docker exec "$id" pgrep -f 'run-deepspeed[.]sh' >/dev/null 2>&1; then echo run-alive; fi
+    done
+  fi
+  if [[ -f "$HOME/.dslab/steps/run-report.seen" ]]; then echo "run-reported $(head -n 1 "$HOME/.dslab/steps/run-report.seen")"; fi
+}
+SAMPLE=65536
+sampled_sha256() {
+  local file=$1 size=$2
+  if [[ $size -le $((16 * SAMPLE)) ]]; then
+    sha256sum <"$file" | cut -d' ' -f1
+  else
+    { head -c "$SAMPLE" "$file"; dd if="$file" bs="$SAMPLE" skip=$((size / 2 / SAMPLE)) count=1 2>/dev/null
+      tail -c "$SAMPLE" "$file"; } | sha256sum | cut -d' ' -f1
+  fi
+}
+input_manifest() {
+  local index=0 root file size
+  while IFS= read -r root; do
+    [[ -n $root ]] || continue
+    if [[ -d $root ]]; then
+      while IFS= read -r -d '' file; do
+        [[ $file != *$'\n'* ]] || continue
+        size=$(stat -c %s "$root/$file")
+        echo "input $index $size $(sampled_sha256 "$root/$file" "$size") $file"
+      done < <(cd "$root" && find . -type f -printf '%P\0' | LC_ALL=C sort -z)
+    elif [[ -f $root ]]; then
+      size=$(stat -c %s "$root")
+      echo "input $index $size $(sampled_sha256 "$root" "$size") ."
+    fi
+    index=$((index + 1))
+  done <<<"$inputs"
+}
 claimed_by() {
   local claim
   claim=$(docker volume inspect dslab-claim --format '{{index .Labels "dslab.owner"}}' 2>/dev/null || true)
@@ -139,6 +194,8 @@ host_steps() {
 }
 HOME=${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}
 host_steps >"$facts/6-host-steps"
+part 6-run last_run
+part 8-inputs input_manifest
 
 # What the program keeps inside this stack's running containers (host/lib/step-mark.sh),
 # each mark checked by sh where it is (the containers need no bash):

@@ -9,11 +9,12 @@
 #                             everything); an engine that does not answer within
 #                             ENGINE_TIMEOUT_S is the host script's `engine-silent` line
 #   HOST failed MESSAGE       the host script failed
-# Usage: ask-hosts.sh HOST_SCRIPT OWNER NETWORK MTU ENGINE_TIMEOUT_S TIMEOUT_S IMAGES RESULTS NAME=USER@ADDRESS:PORT... -- SSH_OPTION...
-#   IMAGES: the image tags to look for, comma-separated; RESULTS: the results directory.
+# Usage: ask-hosts.sh HOST_SCRIPT OWNER NETWORK MTU ENGINE_TIMEOUT_S TIMEOUT_S IMAGES RESULTS INPUTS NAME=USER@ADDRESS:PORT... -- SSH_OPTION...
+#   IMAGES: the image tags to look for, comma-separated; RESULTS: the results directory;
+#   INPUTS: the workload's input directories, one per line.
 set -uo pipefail
-host_script=$1 owner=$2 network=$3 want_mtu=$4 engine_timeout_s=$5 timeout_s=$6 images=$7 results=$8
-shift 8
+host_script=$1 owner=$2 network=$3 want_mtu=$4 engine_timeout_s=$5 timeout_s=$6 images=$7 results=$8 inputs=$9
+shift 9
 hosts=()
 while [[ $# -gt 0 && $1 != -- ]]; do hosts+=("$1"); shift; done
 shift  # --
@@ -26,7 +27,7 @@ ask() {
   local name=$1 target=$2 port=$3 rc=0
   # ssh hands the host's shell one line: each argument quoted for it.
   timeout "$timeout_s" ssh "${ssh_options[@]}" -p "$port" "$target" \
-    "bash -s -- $(printf '%q ' "$owner" "$network" "${target#*@}" "$want_mtu" "$engine_timeout_s" "$images" "$results")" \
+    "bash -s -- $(printf '%q ' "$owner" "$network" "${target#*@}" "$want_mtu" "$engine_timeout_s" "$images" "$results" "$inputs")" \
     <"$host_script" >"$answers/$name.out" 2>"$answers/$name.err" || rc=$?
   echo "$rc" >"$answers/$name.rc"
 }

@@ -52,6 +52,18 @@ def results_verdict(facts: HostFacts, host: str, results_dir: str) -> Verdict:
     return DONE if state == "writable" else Verdict(False, f"{results_dir} is {state}")
 
 
+def run_report_verdict(facts: HostFacts, host: str) -> Verdict:
+    """The training step's report is done while what it last reported on HOST (the manager) is
+    the last run's state as the run wrote it: a background run that ended since is reported
+    again (the step's update starts and stops nothing)."""
+    run = facts.last_runs.get(host)
+    current = (run.name, run.state) if run is not None else ("-", "none")
+    reported = facts.reported.get(host)
+    if reported is None or reported == current:
+        return DONE
+    return Verdict(False, f"the training run {current[0]} is {current[1]} since it was last reported {reported[1]}")
+
+
 def swarm_verdict(facts: HostFacts, host: str, manager: str, manager_address: str) -> Verdict:
     """The manager is done while its engine manages a swarm; a worker while it is a worker whose
     managers include the manager host's node at MANAGER_ADDRESS (its address) and, where the

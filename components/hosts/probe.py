@@ -6,7 +6,8 @@ host itself made (its swarm membership, the images it holds, its results directo
 the host, never from a mark; components.hosts.host_steps judges them), and whether what the
 steps keep inside the containers (keys, trusted keys, run files, the reach check) is still as
 they left it (assets/host/lib/step-mark.sh): a step found changed gets its next generation,
-which runs its Command again in place.
+which runs its Command again in place. Also the last training run's status as the run wrote it,
+and a manifest of the workload's inputs on every host (components.hosts.input_manifest).
 
 A probe, not a resource: `command.local.run` is an invoke, run by every `pulumi preview` and
 `pulumi up` before anything is planned, so what it reads is known to the preview (a host
@@ -62,6 +63,37 @@ class SwarmNode:
 
 
 @dataclass(frozen=True)
+class LastRun:
+    """The last training run started on a host (its results directory's last-run), as its run
+    wrote its status."""
+
+    name: str
+    status: str
+    """running, succeeded, failed, stopped; none when it wrote none."""
+    alive: bool = False
+    """run-deepspeed.sh is in the stack's container there."""
+
+    @property
+    def state(self) -> str:
+        """The status, `stopped` for a run that says running but is gone (its container
+        stopped or made anew)."""
+        return "stopped" if self.status in ("running", "none") and not self.alive else self.status
+
+
+@dataclass(frozen=True)
+class InputFile:
+    """One file of the workload's inputs on a host."""
+
+    input: int
+    """Which of the workload's input directories (components.render.workload_inputs.input_roots)."""
+    path: str
+    """Relative to it."""
+    size: int
+    sha256: str
+    """Of the whole file up to 1 MiB; of its size and three sampled blocks beyond (host-facts.sh)."""
+
+
+@dataclass(frozen=True)
 class HostFacts:
     """What the hosts said."""
 
@@ -92,6 +124,12 @@ class HostFacts:
     """A generation no earlier run has used: for a step done on a host that kept no mark of it."""
     network_driver_mtu: int | None = None
     """The overlay's driver MTU as it stands (its dslab.driver-mtu label), where a host sees it."""
+    last_runs: dict[str, LastRun] = field(default_factory=dict)
+    """Host name -> the last training run started there (the manager's)."""
+    reported: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """Host name -> (run name, state) the training step last reported there."""
+    inputs: dict[str, tuple[InputFile, ...]] = field(default_factory=dict)
+    """Host name -> the files of the workload's inputs it holds, in order."""
 
     def generation(self, host: str, step: str) -> int:
         """The generation the step's Command on `host` runs with (components.hosts.host_script)."""
@@ -114,6 +152,7 @@ def parse_answers(
     """ask-hosts.sh's lines (`HOST held LABEL ADDRESS`, `HOST in-use ADDRESS HOST_ADDRESS`,
     `HOST mtu N`, `HOST mtu-unknown WHY`, `HOST swarm-node|swarm-manager|swarm-member ...`,
     `HOST image TAG ID`, `HOST results STATE`, `HOST host-step STEP N`, `HOST step STEP N [WHAT]`,
+    `HOST run NAME STATUS`, `HOST run-alive`, `HOST run-reported NAME STATE`, `HOST input I SIZE SHA256 PATH`,
     `HOST claimed-by|used-by OWNER`, `HOST host-key-changed`, `HOST unreachable|silent|failed ...`)
     as HostFacts: a host another stack than OWNER holds is a problem."""
     destination = {host.name: f"{host.name} ({host.address}:{host.ssh_port})" for host in hosts}
@@ -132,6 +171,9 @@ def parse_answers(
     hosted_on: dict[str, str] = {}
     network_driver_mtu: int | None = None
     renamed: dict[str, str] = {}
+    last_runs: dict[str, LastRun] = {}
+    reported: dict[str, tuple[str, str]] = {}
+    inputs: dict[str, list[InputFile]] = {}
     for line in output.splitlines():
         host, kind, rest = (line.split(" ", 2) + ["", ""])[:3]
         where = destination.get(host, host)
@@ -171,6 +213,18 @@ def parse_answers(
             step, _, generation = rest.partition(" ")
             if generation.isdigit():
                 host_marks[(host, step)] = int(generation)
+        elif kind == "run":
+            name, _, status = rest.partition(" ")
+            last_runs[host] = LastRun(name, status)
+        elif kind == "run-alive" and host in last_runs:
+            last_runs[host] = LastRun(last_runs[host].name, last_runs[host].status, alive=True)
+        elif kind == "run-reported":
+            name, _, state = rest.partition(" ")
+            reported[host] = (name, state)
+        elif kind == "input":
+            index, size, sha256, path = (rest.split(" ", 3) + ["", "", "", ""])[:4]
+            if index.isdigit() and size.isdigit():
+                inputs.setdefault(host, []).append(InputFile(int(index), path, int(size), sha256))
         elif kind == "claimed-by" and owner and rest != owner:
             problems[host] = held_by_another(rest, "docker volume dslab-claim")
         elif kind == "used-by" and owner and host not in problems:
@@ -223,12 +277,17 @@ def parse_answers(
         fresh_generation=fresh_generation,
         network_driver_mtu=network_driver_mtu,
         renamed=renamed,
+        last_runs=last_runs,
+        reported=reported,
+        inputs={host: tuple(files) for host, files in inputs.items()},
     )
 
 
-def ask_command(config: LabConfig, owner: str, want_mtu: bool, images: Sequence[str], results_dir: str) -> str:
-    """ask-hosts.sh's command line: every host of the stack, the IMAGES (tags) and RESULTS_DIR
-    to look for, the operator's ssh options."""
+def ask_command(
+    config: LabConfig, owner: str, want_mtu: bool, images: Sequence[str], results_dir: str, inputs: Sequence[str] = ()
+) -> str:
+    """ask-hosts.sh's command line: every host of the stack, the IMAGES (tags), RESULTS_DIR and
+    the workload's INPUTS to look for, the operator's ssh options."""
     operator = config.operator
     hosts = [f"{host.name}={ssh_destination(host)}" for host in config.hosts]
     options = docker_ssh_opts(private_key_file(operator), operator.known_hosts_path)
@@ -236,13 +295,13 @@ def ask_command(config: LabConfig, owner: str, want_mtu: bool, images: Sequence[
         [
             "bash", str(ASK_SCRIPT), str(HOST_SCRIPT), owner, config.network.name, "yes" if want_mtu else "no",
             str(operator.host_timeout), str(operator.host_timeout + SSH_ANSWER_S), ",".join(images), results_dir,
-            *hosts, "--", *options,
+            "\n".join(inputs), *hosts, "--", *options,
         ]
     )  # fmt: skip
 
 
 def read_host_facts(
-    config: LabConfig, owner: str, project_dir: str, images: Sequence[str], results_dir: str
+    config: LabConfig, owner: str, project_dir: str, images: Sequence[str], results_dir: str, inputs: Sequence[str] = ()
 ) -> HostFacts:
     """Asks every host. A host that cannot be asked, or cannot tell its MTU, fails `pulumi up`
     naming it before anything changes; a preview warns and plans what could not be read as it
@@ -251,7 +310,7 @@ def read_host_facts(
     want_mtu = config.network.mode == "overlay" and config.network.mtu is None
     # Its lines are read here, not shown: a problem is reported once, by name, below.
     result = command.local.run(
-        command=ask_command(config, owner, want_mtu, images, results_dir),
+        command=ask_command(config, owner, want_mtu, images, results_dir, inputs),
         dir=project_dir,
         logging=command.local.Logging.NONE,
     )

@@ -1,5 +1,5 @@
-"""Where LLaMA-Factory draws its loss curve in the manager container, and where its copy goes
-on the operator's machine (pure)."""
+"""Where LLaMA-Factory draws its loss curve (in the manager container: in the run's directory,
+on the manager host), and where its copy goes on the operator's machine (pure)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,11 @@ def loss_plot_in_container(workload: ScriptWorkload | LlamaFactoryWorkload) -> s
     if workload.args.get("plot_loss") not in (True, "true", "True"):
         return None
     return posixpath.join(RUN_OUTPUT_DIR, LOSS_PLOT_NAME)
+
+
+def loss_plot_on_host(results_dir: str, run: str) -> str:
+    """The curve a run drew, in its directory on the manager host."""
+    return posixpath.join(results_dir, run, LOSS_PLOT_NAME)
 
 
 def loss_plot_copy(project_dir: Path, stack: str) -> Path:

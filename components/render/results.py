@@ -20,24 +20,31 @@ RUN_OUTPUT_DIR = f"{RESULTS_MOUNT}/{RUN_NAME_TOKEN}"
 
 
 def host_results_dir(config: LabConfig, owner: str) -> str:
-    """`training.results_dir`, or `/var/lib/dslab/<stack>/runs` for the stack OWNER
-    (`<organization>/<project>/<stack>`): on every host."""
-    return config.training.results_dir or f"/var/lib/dslab/{owner.rsplit('/', 1)[-1]}/runs"
+    """`training.results_dir`, or `/var/lib/dslab/<project>/<stack>/runs` for the stack OWNER
+    (`<organization>/<project>/<stack>`): on every host. Two projects' stacks of the same name
+    keep their runs apart."""
+    _, project, stack = owner.split("/")
+    return config.training.results_dir or f"/var/lib/dslab/{project}/{stack}/runs"
 
 
 def emptied_dirs(config: LabConfig, owner: str) -> tuple[str, ...]:
     """What `training.results_on_destroy: remove` also removes when left empty: the default
-    results directory and its parents; a directory the user chose stays."""
+    results directory and its parents up to /var/lib/dslab; a directory the user chose stays."""
     if config.training.results_dir:
         return ()
     runs = host_results_dir(config, owner)
     stack_dir = runs.rsplit("/", 1)[0]
-    return (runs, stack_dir, stack_dir.rsplit("/", 1)[0])
+    project_dir = stack_dir.rsplit("/", 1)[0]
+    return (runs, stack_dir, project_dir, project_dir.rsplit("/", 1)[0])
 
 
-def run_key(*inputs: str) -> str:
-    """What names a run's inputs (command line, ds_config, hostfile, ...): 12 hex digits."""
-    digest = hashlib.sha256()
-    for text in inputs:
-        digest.update(hashlib.sha256(text.encode()).digest())
-    return digest.hexdigest()[:12]
+def stack_tag(owner: str) -> str:
+    """What a run's name says of the stack that made it (`<organization>/<project>/<stack>`):
+    8 hex digits. A stack resumes and removes only the runs that carry its own."""
+    return hashlib.sha256(owner.encode()).hexdigest()[:8]
+
+
+def run_suffix(owner: str, key: str) -> str:
+    """The end of a run's name, `<stack tag>-<inputs key>`, after the UTC time it started
+    (assets/host/deepspeed-launch.sh): the last run with this suffix is the one to resume."""
+    return f"{stack_tag(owner)}-{key}"

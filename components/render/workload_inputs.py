@@ -21,6 +21,12 @@ def workload_mounts(config: LabConfig) -> tuple[Mount, ...]:
     return tuple(mount for mount in (workload.model, workload.dataset_dir) if mount is not None)
 
 
+def input_roots(config: LabConfig) -> list[str]:
+    """The host directories of the workload's inputs (model, dataset_dir), whose files every
+    host must hold alike: the probe reads a manifest of each (components.hosts.input_manifest)."""
+    return [mount.source for mount in workload_mounts(config)]
+
+
 def required_paths(config: LabConfig) -> list[tuple[str, str]]:
     """(what it is, path on the host) for every input each host must hold.
 

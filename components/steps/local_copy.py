@@ -1,4 +1,5 @@
-"""LocalCopy: a file on the operator's machine whose bytes come from the stack (the loss curve)."""
+"""LocalCopy: a file on the operator's machine copied from a host (the loss curve), read from the
+file itself, so that its bytes never pass through the stack's state."""
 
 from __future__ import annotations
 
@@ -18,8 +19,12 @@ SCRIPT = ASSETS_DIR / "operator" / "local-copy.sh"
 @dataclass(frozen=True)
 class LocalCopyArgs:
     path: Path
-    content_base64: pulumi.Input[str]
-    """The file's bytes, base64-encoded; "" for no file."""
+    source: pulumi.Input[str]
+    """The file on the host; "" for no file (yet)."""
+    destination: str
+    """The host, `user@address:port` (components.hosts.engines.ssh_destination)."""
+    ssh_options: tuple[str, ...]
+    """The operator's ssh options: strict host keys (components.hosts.engines.docker_ssh_opts)."""
 
 
 def copy_generation(path: Path) -> int:
@@ -31,11 +36,11 @@ def copy_generation(path: Path) -> int:
 
 
 class LocalCopy(pulumi.ComponentResource):
-    """Creates a local Command that writes the file (again, in place, when the probe finds it
-    removed or edited), and removes it on destroy.
+    """Creates a local Command that copies the file over ssh (again, in place, when the source
+    changes or the probe finds the copy removed or edited), and removes the copy on destroy.
 
     Outputs:
-        path: where the file is; "" when the stack holds no content for it.
+        path: where the copy is; "" when there is no source.
     """
 
     path: pulumi.Output[str]
@@ -43,14 +48,19 @@ class LocalCopy(pulumi.ComponentResource):
     def __init__(self, name: str, args: LocalCopyArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(component_type("LocalCopy"), name, None, opts)
         script = ["bash", str(SCRIPT)]
+        generation = copy_generation(args.path)
         self.resource = command.local.Command(
             f"{name}-write",
-            create=shlex.join(["env", f"DSLAB_GEN={copy_generation(args.path)}", *script, "write", str(args.path)]),
+            create=pulumi.Output.from_input(args.source).apply(
+                lambda source: shlex.join(
+                    ["env", f"DSLAB_GEN={generation}", *script, "fetch", str(args.path), source, args.destination,
+                     "--", *args.ssh_options]
+                )  # fmt: skip
+            ),
             delete=shlex.join([*script, "remove", str(args.path)]),
-            stdin=args.content_base64,
             logging=command.local.Logging.STDERR,
             add_previous_output_in_env=False,
             opts=pulumi.ResourceOptions(parent=self),
         )
-        self.path = pulumi.Output.from_input(args.content_base64).apply(lambda content: str(args.path) if content else "")
+        self.path = pulumi.Output.from_input(args.source).apply(lambda source: str(args.path) if source else "")
         self.register_outputs({"path": self.path})

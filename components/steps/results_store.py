@@ -26,6 +26,8 @@ class ResultsStoreArgs:
     directory found gone or read-only is made again."""
     on_destroy: Literal["keep", "remove"]
     """training.results_on_destroy."""
+    stack_tag: str
+    """What this stack's run names carry (components.render.results.stack_tag): `remove` removes those only."""
     emptied_dirs: tuple[str, ...]
     """Removed when left empty, with `remove` (components.render.results.emptied_dirs)."""
     after: tuple[pulumi.Resource, ...]
@@ -35,8 +37,8 @@ class ResultsStoreArgs:
 class ResultsStore(pulumi.ComponentResource):
     """Creates, per host, a Command that runs `host/results-dir.sh`: it makes the results
     directory the containers mount, and on delete (`pulumi destroy`, or the host leaving the
-    lab) says that every run stays there or, with `remove`, removes the stack's run
-    directories. The containers depend on it, so it is deleted after them. A changed
+    lab) says that every run stays there or, with `remove`, removes this stack's run
+    directories (another stack's stay). The containers depend on it, so it is deleted after them. A changed
     `results_on_destroy` updates it in place and removes nothing.
 
     Outputs:
@@ -52,7 +54,7 @@ class ResultsStore(pulumi.ComponentResource):
                 host,
                 "host/results-dir.sh",
                 ["make", args.results_dir],
-                delete_args=["release", args.on_destroy, args.results_dir, *emptied],
+                delete_args=["release", args.on_destroy, args.results_dir, args.stack_tag, *emptied],
                 generation=args.generations.get(host.name, 0),
                 opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.after)),
             )

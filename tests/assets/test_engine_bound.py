@@ -22,6 +22,7 @@ import pytest
 
 from components.hosts.host_script import script_text
 from components.hosts.remote_host import RemoteHost
+from components.steps.deepspeed_launch import launch_spec
 
 BOUND_S = 8
 HOST = RemoteHost(
@@ -103,8 +104,8 @@ def processes_left(group: int) -> list[str]:
 
 def launch_argv(tmp_path: Path) -> list[str]:
     return [
-        "run", "llm", "/opt/dslab", "/opt/dslab/run", "wait", "0", "-", str(tmp_path / "results"), "0123456789ab",
-        "auto", "--", "deepspeed", "train.py",
+        "run", "llm", "/opt/dslab", "/opt/dslab/run", "wait", "0", str(tmp_path / "results"),
+        "/opt/dslab/results/@RUN@", "0a1b2c3d-0123456789ab", "auto", "0",
     ]  # fmt: skip
 
 
@@ -115,7 +116,9 @@ SILENT_ENGINE_STEPS: dict[str, Callable[[Path], Ran]] = {
     "swarm-worker": lambda folder: run_script(
         folder, HUNG_DOCKER, "host/swarm-worker.sh", "join", "10.0.18.1:2377", "10.0.18.2", "m1", data="SWMTKN-1"
     ),
-    "training": lambda folder: run_script(folder, STOPPED_DURING_THE_RUN, "host/deepspeed-launch.sh", *launch_argv(folder)),
+    "training": lambda folder: run_script(
+        folder, STOPPED_DURING_THE_RUN, "host/deepspeed-launch.sh", *launch_argv(folder), data=launch_spec("{}", [], ["deepspeed", "train.py"])
+    ),
 }
 
 

@@ -11,31 +11,43 @@ import subprocess
 from pathlib import Path
 
 from components.hosts.host_script import script_text
+from components.steps.deepspeed_launch import launch_spec
 from tests.assets.test_place_files import STAND_IN_DOCKER
 
 RUN = "/opt/dslab/run"
-KEY = "0123456789ab"
+SUFFIX = "0a1b2c3d-0123456789ab"
+IDENTITY = '{"argv":["deepspeed","train.py"],"image":"dslab-train:aaaa"}'
 
-# Writes 500 log lines, then a status, and exits as told: what run-deepspeed.sh leaves.
+# Writes 500 log lines, then a status, and exits as told: what run-deepspeed.sh leaves, in the
+# container and in the run's directory (--record).
 STAND_IN_RUN = """#!/bin/bash
-log="" status=""
-while [[ $1 != -- ]]; do case $1 in --log) log=$2; shift 2;; --status) status=$2; shift 2;; *) shift;; esac; done
+log="" status="" record=""
+while [[ $1 != -- ]]; do
+  case $1 in --log) log=$2; shift 2;; --status) status=$2; shift 2;; --record) record=$2; shift 2;; *) shift;; esac
+done
 shift
 printf '%s\n' "$@" >"$ROOT/argv"
 for n in $(seq 0 499); do echo "server1: step $n loss=0.$n"; done >"$log"
 echo "server1: dslab: finished steps=500 final_loss=0.1" >>"$log"
-if [[ $EXIT == 0 ]]; then echo succeeded >"$status"; else echo "failed rc=$EXIT" >"$status"; fi
+if [[ $EXIT == 0 ]]; then state=succeeded; else state="failed rc=$EXIT"; fi
+echo "$state" >"$status"
+cat "$log" >>"$record/train.log"
+echo "$state" >"$record/status"
+[[ $EXIT != 0 ]] || echo 2026-12-05T00:00:00Z >"$record/finished"
 echo "run-deepspeed.sh: the run said this" >&2
 exit "$EXIT"
 """
 
 
-# The run's name takes the time to the second: each call here is a second later, not a sleep.
+# The run's name takes the time to the millisecond: each call here is a second later, not a sleep.
 STAND_IN_DATE = """#!/bin/bash
 n=$(( $(cat "$ROOT/seconds" 2>/dev/null || echo 0) + 1 ))
 echo "$n" >"$ROOT/seconds"
-printf '20261205T%06dZ\\n' "$n"
+printf '20261205T%06d.000Z\\n' "$n"
 """
+
+# No training process is ever found or stopped on this machine.
+STAND_IN_PROCESSES = "#!/bin/bash\nexit 1\n"
 
 
 def launch(tmp_path: Path, action: str, exit_code: int = 0, resume: str = "auto") -> subprocess.CompletedProcess[str]:
@@ -45,18 +57,27 @@ def launch(tmp_path: Path, action: str, exit_code: int = 0, resume: str = "auto"
     (bin_dir / "docker").chmod(0o755)
     (bin_dir / "date").write_text(STAND_IN_DATE)
     (bin_dir / "date").chmod(0o755)
+    for tool in ("pgrep", "pkill"):
+        (bin_dir / tool).write_text(STAND_IN_PROCESSES)
+        (bin_dir / tool).chmod(0o755)
     scripts = tmp_path / "root/opt/dslab"
     (scripts / "run").mkdir(parents=True, exist_ok=True)
+    # The container's mount of the host's results directory.
+    (tmp_path / "results").mkdir(exist_ok=True)
+    if not (scripts / "results").exists():
+        (scripts / "results").symlink_to(tmp_path / "results")
     (scripts / "run-deepspeed.sh").write_text(STAND_IN_RUN)
     (scripts / "run-deepspeed.sh").chmod(0o755)
     argv = [
-        action, "llm", "/opt/dslab", RUN, "wait", "1800", "-", str(tmp_path / "results"), KEY, resume,
-        "--", "deepspeed", "train.py", "--output_dir", "/opt/dslab/results/@RUN@",
+        action, "llm", "/opt/dslab", RUN, "wait", "1800", str(tmp_path / "results"), "/opt/dslab/results/@RUN@",
+        SUFFIX, resume, "0",
     ]  # fmt: skip
+    spec = launch_spec(IDENTITY, [], ["deepspeed", "train.py", "--output_dir", "/opt/dslab/results/@RUN@"])
     return subprocess.run(
-        ["bash", "-s", "--", *argv], input=script_text("host/deepspeed-launch.sh"), capture_output=True, text=True,
-        env={"PATH": f"{bin_dir}:/usr/bin:/bin", "ROOT": str(tmp_path / "root"), "EXIT": str(exit_code)},
-        timeout=30,
+        ["bash", "-s", "--", *argv], input=script_text("host/deepspeed-launch.sh") + spec,
+        capture_output=True, text=True, timeout=30,
+        env={"PATH": f"{bin_dir}:/usr/bin:/bin", "ROOT": str(tmp_path / "root"), "EXIT": str(exit_code),
+             "HOME": str(tmp_path / "home")},
     )  # fmt: skip
 
 
@@ -81,7 +102,11 @@ def test_a_finished_run_reports_its_summary_and_the_report_says_it_again_without
     result = json.loads(ran.stdout.splitlines()[-1])
     assert result["status"] == "succeeded" and result["summary"] == "server1: dslab: finished steps=500 final_loss=0.1"
     kept = tmp_path / "results" / result["run"] / "train.log"
-    assert ran.stderr.splitlines()[-1] == f"training succeeded; the log is llm:{RUN}/train.log, kept in {kept}"
+    assert ran.stderr.splitlines()[-1] == (
+        f"training succeeded; the log is llm:{RUN}/train.log, kept in {kept} when the run ends"
+    )
+    seen = tmp_path / "home/.dslab/steps/run-report.seen"
+    assert seen.read_text() == f"{result['run']} succeeded\n", "what the step reported, for the probe to compare"
     log = tmp_path / f"root{RUN}/train.log"
     log.write_text(log.read_text() + "left as it was\n")
     reported = launch(tmp_path, "report")
@@ -98,7 +123,9 @@ def test_each_run_gets_a_directory_of_its_own_named_by_its_time_and_inputs_and_m
     ran = launch(tmp_path, "run")
     assert ran.returncode == 0, ran.stderr
     name = json.loads(ran.stdout.splitlines()[-1])["run"]
-    assert re.fullmatch(r"\d{8}T\d{6}Z-" + KEY, name) and name != first, "a new directory for every run"
+    assert re.fullmatch(r"\d{8}T\d{6}\.\d{3}Z-" + SUFFIX, name) and name != first, "a new directory for every run"
+    assert (tmp_path / "results" / name / "identity.json").read_text() == IDENTITY + "\n", "what the run is, kept"
+    assert f"run {name}: {IDENTITY}" in ran.stderr, "and said in its first lines"
     # The stand-in docker exec puts the container's paths under ROOT.
     argv = (tmp_path / "root/argv").read_text().splitlines()
     assert argv[-1] == f"{tmp_path}/root/opt/dslab/results/{name}", "the command line names it"
@@ -127,11 +154,20 @@ def test_an_unfinished_run_with_a_checkpoint_goes_on_in_its_directory_unless_res
     assert json.loads(resumed.stdout.splitlines()[-1])["run"] == name, "in the same directory"
     attempts = (tmp_path / "results" / name / "train.log").read_text()
     assert attempts.count("dslab: finished steps=500") == 2, "the cut attempt's log, then the resumed one's"
-    # Finished now: the next run of the same inputs starts over in a new directory.
+    # Finished now: never resumed; the next run of the same inputs (a new container) reports it.
+    (tmp_path / "root/argv").unlink()
     again = launch(tmp_path, "run")
-    assert json.loads(again.stdout.splitlines()[-1])["run"] != name
-    # Never: an unfinished run with a checkpoint is left as it is.
+    assert again.returncode == 0, again.stderr
+    reported = json.loads(again.stdout.splitlines()[-1])
+    assert reported["run"] == name and reported["status"] == "succeeded"
+    assert reported["summary"] == "server1: dslab: finished steps=500 final_loss=0.1"
+    assert f"run {name} has these inputs and finished: nothing to train" in again.stderr
+    assert not (tmp_path / "root/argv").exists(), "nothing ran"
+    # Never: every run starts over, in a new directory.
+    again = launch(tmp_path, "run", resume="never")
     again_name = json.loads(again.stdout.splitlines()[-1])["run"]
+    assert again_name != name and "resuming" not in again.stderr
+    # Never: an unfinished run with a checkpoint is left as it is.
     (tmp_path / "results" / again_name / "finished").unlink()
     (tmp_path / "results" / again_name / "checkpoint-20").mkdir()
     never = launch(tmp_path, "run", resume="never")

@@ -32,6 +32,7 @@ from components.hosts.probe import SSH_ANSWER_S, SwarmNode
 from components.steps.deepspeed_launch import RUN_FILES_STEP
 from components.steps.ssh_mesh import KEYS_STEP, REACH_STEP, TRUST_STEP
 from components.steps.swarm import SWARM_STEP
+from components.steps.deepspeed_launch import RUN_REPORT_STEP
 from components.steps.results_store import RESULTS_STEP
 from components.steps.training_image import IMAGE_STEP, copy_step_name
 from harness.pulumi_cli import REPO
@@ -73,7 +74,7 @@ class Machine:
     """The overlay's dslab.driver-mtu label, as a server with a container on it sees it."""
     host_steps: Mapping[str, int] = field(default_factory=dict)
     """Step -> the generation it last ran with, as its mark on the server says (~/.dslab/steps):
-    swarm, the image copy (by its tag), results."""
+    swarm, the image copy (by its tag), results, and on the manager the run's report."""
     container_steps: Mapping[str, int] = field(default_factory=dict)
     """Step -> the generation its mark inside the container says (/opt/dslab/steps)."""
 
@@ -239,6 +240,9 @@ def machines_after_up(config: LabConfig, resources: Resources, machines: Mapping
             copy_step_name(IMAGE_STEP, tag): generation_of(resources, ship_step_name(host.name)),
             RESULTS_STEP: generation_of(resources, f"lab-results-{host.name}"),
         }
+        if host.name == config.manager.name:
+            # What the run's step last reported (the run as it is: nothing ends between two ups here).
+            host_steps[RUN_REPORT_STEP] = generation_of(resources, "lab-training-run")
         container_steps = {
             step: generation_of(resources, name) for step, name in container_step_names(config, host.name).items()
         }

@@ -72,8 +72,12 @@ def fake_results(name: str) -> dict[str, dict[str, Any]]:
             "host_key": f"ssh-ed25519 BBBB{name}",
             "socket_ifname": "eth0",
         },
-        "host/deepspeed-launch.sh": {"status": "succeeded", "log": "/opt/dslab/run/train.log"},
-        "host/preflight-check.sh": {"nodes": 2, "busbw_gbps": 3.5, "allreduce": {"backend": "gloo"}},
+        "host/deepspeed-launch.sh": {
+            "status": "succeeded",
+            "log": "/opt/dslab/run/train.log",
+            "run": "20261206T093000.123Z-0a1b2c3d-0123456789ab",
+            "preflight": {"nodes": 2, "busbw_gbps": 3.5, "allreduce": {"backend": "gloo"}},
+        },
     }
 
 
@@ -127,6 +131,37 @@ def script_args(recorded: Recorded, field_name: str = "create") -> list[str]:
     """The arguments a step's script gets (after `bash -s --`, or `--` for an operator script)."""
     words = shlex.split(str(recorded.inputs[field_name]))
     return words[words.index("--") + 1 :]
+
+
+@dataclass(frozen=True)
+class LaunchCall:
+    """deepspeed-launch.sh's call, in its parts (assets/host/deepspeed-launch.sh)."""
+
+    action: str
+    settings: dict[str, str]
+    """container, workdir, run_dir, mode, stall_timeout, results, record, run_suffix, resume, preflight_s."""
+    identity: str
+    preflight: list[str]
+    """preflight.sh's arguments (none without a preflight)."""
+    argv: list[str]
+    """The deepspeed command."""
+
+
+LAUNCH_SETTINGS = (
+    "container", "workdir", "run_dir", "mode", "stall_timeout", "results", "record", "run_suffix", "resume",
+    "preflight_s",
+)  # fmt: skip
+
+
+def launch_call(recorded: Recorded, field_name: str = "create") -> LaunchCall:
+    """The training step's call: its command line's settings, and the spec after the script on stdin."""
+    words = script_args(recorded, field_name)
+    lines = script_body(unsecret(recorded.inputs["stdin"])).split("launch \"$@\"; exit\n", 1)[1].splitlines()
+    count = int(lines[1])
+    preflight, rest = lines[2 : 2 + count], lines[2 + count :]
+    return LaunchCall(
+        words[0], dict(zip(LAUNCH_SETTINGS, words[1:], strict=True)), lines[0], preflight, rest[1 : 1 + int(rest[0])]
+    )
 
 
 def step_generation(recorded: Recorded) -> int | None:

@@ -12,6 +12,7 @@ import pytest
 from components.config.address_plan import AddressPlan, AddressPlanError, plan_addresses
 from components.config import Host
 from components.hosts.probe import ASK_SCRIPT, HOST_SCRIPT, parse_answers
+from tests.support.probe_stand_ins import stand_ins
 
 SUBNET = "10.0.3.0/24"
 
@@ -144,40 +145,10 @@ def test_the_answers_become_held_addresses_addresses_in_use_mtus_and_problems() 
     }
 
 
-def stand_ins(tmp_path: Path) -> dict[str, str]:
-    """`ssh` that runs the host script here, with `ip` and `docker` answering as server1
-    would; the host 10.0.18.9 refuses, 10.0.18.8 never answers."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "ssh").write_text(
-        "#!/bin/bash\n"
-        'for arg; do case "$arg" in *@10.0.18.9) echo "ssh: connect to host 10.0.18.9 port 22: Connection refused" >&2; exit 255;;\n'
-        '  *@10.0.18.7) printf "%s\\n" "@@@@@" "@    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @" "@@@@@" \\\n'
-        '      "Host key for 10.0.18.7 has changed and you have requested strict checking." "Host key verification failed." >&2\n'
-        '    exit 255;;\n'
-        "  *@10.0.18.8) sleep 30;; esac; done\n"
-        # Like ssh: the words after the destination are one command line for the host's shell.
-        'while [[ $1 != bash* ]]; do shift; done\n'
-        'exec bash -c "$*"\n'
-    )
-    (bin_dir / "ip").write_text("#!/bin/bash\necho '2: lo    inet 10.0.18.1/24 brd 10.0.18.255 scope global lo'\n")
-    (bin_dir / "docker").write_text(
-        "#!/bin/bash\n"
-        'case "$1 $2" in\n'
-        '  "ps --all") echo "c1 running o/p/s";;\n'
-        '  "inspect --format") echo "server1 10.0.3.128";;\n'
-        '  "network inspect") printf "10.0.3.128\\n10.0.3.129\\n\\n";;\n'
-        "esac\n"
-    )
-    for tool in ("ssh", "ip", "docker"):
-        (bin_dir / tool).chmod(0o755)
-    return {"PATH": f"{bin_dir}:/usr/bin:/bin"}
-
-
 def test_every_host_is_asked_at_once_and_those_that_do_not_answer_are_named(tmp_path: Path) -> None:
     ran = subprocess.run(
         [
-            "bash", str(ASK_SCRIPT), str(HOST_SCRIPT), "o/p/s", "test-net", "yes", "1", "2", "", str(tmp_path / "runs"),
+            "bash", str(ASK_SCRIPT), str(HOST_SCRIPT), "o/p/s", "test-net", "yes", "1", "2", "", str(tmp_path / "runs"), "",
             "server1=root@10.0.18.1:22", "server2=root@10.0.18.9:22", "server3=root@10.0.18.8:22",
             "--", "-o", "BatchMode=yes",
         ],
@@ -201,7 +172,7 @@ def test_a_host_whose_key_changed_is_named_with_what_it_may_mean_and_the_command
     tmp_path: Path,
 ) -> None:
     ran = subprocess.run(
-        ["bash", str(ASK_SCRIPT), str(HOST_SCRIPT), "o/p/s", "test-net", "no", "1", "2", "", "/runs",
+        ["bash", str(ASK_SCRIPT), str(HOST_SCRIPT), "o/p/s", "test-net", "no", "1", "2", "", "/runs", "",
          "server7=root@10.0.18.7:2222", "--", "-o", "BatchMode=yes"],
         capture_output=True, text=True, env=stand_ins(tmp_path), timeout=20,
     )  # fmt: skip

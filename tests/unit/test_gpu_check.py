@@ -23,7 +23,7 @@ from components.paths import ASSETS_DIR
 from components.render.run_files import RunFiles, run_deepspeed_env, run_files
 from tests.support.credentials import unit_credentials
 from harness.pulumi_cli import REPO
-from tests.support.recording_mocks import RecordingMocks, placed_files, script_args
+from tests.support.recording_mocks import RecordingMocks, launch_call, placed_files
 
 STACK = REPO / "bench" / "gpu-check.yaml"
 GOLDEN = Path(__file__).parent / "golden"
@@ -106,14 +106,13 @@ def test_what_the_check_runs_is_what_the_program_places_in_the_manager_container
 
     def check(_: Any) -> None:
         placed = placed_files(mocks.resources["lab-training-gpu1-files"])
-        launch = mocks.resources["lab-training-run"]
-        preflight = mocks.resources["lab-training-preflight-check"]
+        launch = launch_call(mocks.resources["lab-training-run"])
         assert placed["/opt/dslab/run/ds_config.json"] == local.ds_config
         assert placed["/opt/dslab/run/dataset_info.json"] == local.dataset_info
         # The mock container found its overlay interface as eth0; the GPU machine's is found the same way.
         assert placed["/root/.deepspeed_env"] == run_deepspeed_env(config, "eth0")
-        program_argv = after_dashes(script_args(launch))
-        program_preflight = after_dashes(after_dashes(script_args(preflight)))
+        program_argv = launch.argv
+        program_preflight = after_dashes(launch.preflight)
         named_argv = [word.replace("@RUN@", "gpu-check") for word in program_argv[1:]]
         assert local.argv == ("deepspeed", "--no_ssh_check", *named_argv), "the run's name put in"
         assert local.preflight_argv == ("deepspeed", "--no_ssh_check", *program_preflight[1:])

@@ -3,6 +3,8 @@ which resources exist, under which parents, in which order, with which secrets."
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shlex
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,7 @@ import yaml
 from components.config import load_stack_file
 from components.hosts.host_script import script_text
 from tests.support.credentials import unit_credentials
+from components.render.results import stack_tag
 from harness.pulumi_cli import REPO
 from tests.support.recording_mocks import (
     DOCKER_CONTAINER,
@@ -26,11 +29,15 @@ from tests.support.recording_mocks import (
     RecordingMocks,
     host_line,
     host_script_of,
+    launch_call,
     placed_files,
     script_body,
     script_args,
     step_generation,
 )
+
+
+STACK_TAG = stack_tag("organization/dslab/dev")
 
 
 def after_dashes(args: list[str]) -> list[str]:
@@ -98,7 +105,6 @@ def test_every_manual_step_of_the_write_up_is_a_resource(mocks: RecordingMocks) 
             "lab-mesh-reach",
             "lab-training-server1-files",
             "lab-training-server2-files",
-            "lab-training-preflight-check",
             "lab-training-run",
             "lab-results-server1",
             "lab-results-server2",
@@ -168,7 +174,6 @@ def test_components_use_one_type_token_prefix_and_children_have_parents(mocks: R
             "dslab:index:ResultsStore",
             "dslab:index:SshMesh",
             "dslab:index:DeepSpeedLaunch",
-            "dslab:index:Preflight",
         }
 
     return everything_registered(lab).apply(check)
@@ -249,28 +254,51 @@ def test_each_container_names_its_hosts_swarm_node_so_a_host_that_joins_again_ge
 
 
 @pulumi.runtime.test
-def test_the_preflight_runs_before_training_and_again_whenever_training_does(mocks: RecordingMocks) -> Any:
+def test_the_preflight_runs_in_the_runs_step_right_before_each_new_run(mocks: RecordingMocks) -> Any:
     lab = build_dev_lab()
 
     def check(values: list[Any]) -> None:
-        preflight = mocks.resources["lab-training-preflight-check"]
         launch = mocks.resources["lab-training-run"]
-        assert host_script_of(preflight) == "host/preflight-check.sh", "the image's preflight.sh in the manager's container"
-        args = script_args(preflight)
-        assert args[:3] == ["llm", "360", "--"], "its checks' own bounds: reach 60 s and run 300 s"
-        allreduce = after_dashes(after_dashes(args))
+        call = launch_call(launch)
+        assert call.action == "run" and launch_call(launch, "update").action == "report", (
+            "an update reports: it starts and stops nothing"
+        )
+        assert call.settings["preflight_s"] == "360", "its checks' own bounds: reach 60 s and run 300 s"
+        allreduce = after_dashes(call.preflight)
         assert allreduce[:7] == [
             "deepspeed", "--hostfile", "/opt/dslab/run/hostfile", "--master_addr", "10.0.3.128",
             "--master_port", "29500",
         ], "the same launcher, hostfile and rendezvous as training"  # fmt: skip
         assert allreduce[7] == "/opt/dslab/allreduce_bench.py"
-        training_argv = after_dashes(script_args(launch))
-        assert shlex.join(training_argv) in preflight.inputs["triggers"], "a new training argv re-runs it"
-        assert launch.inputs["create"] in launch.inputs["triggers"], "a new command line runs training again"
-        assert "lab-training-preflight-check-id" in launch.inputs["triggers"], "a new preflight re-runs training"
+        assert call.argv[7] == "/opt/dslab/train_tiny.py"
+        assert len(launch.inputs["create"]) < 300, "the run's spec is on stdin: errors show a short command line"
+        assert not any("preflight" in name for name in mocks.resources), "no step of its own, which could stop a run"
         assert values[0] == 3.5, "its bus bandwidth is an output"
 
     return pulumi.Output.all(lab.outputs["preflight_busbw_gbps"], everything_registered(lab)).apply(check)
+
+
+@pulumi.runtime.test
+def test_only_what_the_run_is_and_its_containers_trigger_a_new_run(mocks: RecordingMocks) -> Any:
+    from components.render.results import stack_tag
+    from components.render.run_identity import identity_key
+
+    lab = build_dev_lab()
+
+    def check(_: Any) -> None:
+        launch = mocks.resources["lab-training-run"]
+        call = launch_call(launch)
+        identity = json.loads(call.identity)
+        assert call.settings["run_suffix"] == f"{stack_tag('organization/dslab/dev')}-{identity_key(identity)}"
+        assert identity["image"] == lab.image_sources["image"].tag and "--master_port" not in identity["argv"]
+        triggers = launch.inputs["triggers"]
+        assert triggers[:2] == ["server1-llm-id", "server2-llm-id"], "a new container runs the create again"
+        assert len(triggers) == 3 and triggers[2] == hashlib.sha256(call.identity.encode()).hexdigest(), (
+            "and what the run is; nothing else (the command line, the spec, a timeout) makes a new run"
+        )
+        assert not any(str(trigger) in str(launch.inputs["create"]) for trigger in triggers)
+
+    return everything_registered(lab).apply(check)
 
 
 @pulumi.runtime.test
@@ -288,10 +316,8 @@ def test_without_preflight_training_follows_the_run_files_directly(mocks: Record
     assert "preflight_busbw_gbps" not in lab.outputs
 
     def check(_: Any) -> None:
-        assert not any("preflight" in name for name in mocks.resources)
-        triggers = mocks.resources["lab-training-run"].inputs["triggers"]
-        assert triggers[:2] == ["server1-llm-id", "server2-llm-id"], "a new container runs it again"
-        assert len(triggers) == 5 and "lab-training-preflight-check-id" not in triggers, "files, the command: no preflight"
+        call = launch_call(mocks.resources["lab-training-run"])
+        assert call.preflight == [] and call.settings["preflight_s"] == "0"
 
     return everything_registered(lab).apply(check)
 
@@ -331,15 +357,20 @@ def test_the_results_directories_stay_at_destroy_unless_the_stack_says_remove(mo
     def check(_: Any) -> None:
         results = mocks.resources["lab-results-server2"]
         assert host_script_of(results) == "host/results-dir.sh"
-        assert script_args(results) == ["make", "/var/lib/dslab/dev/runs"]
-        assert script_args(results, "delete") == ["release", "keep", "/var/lib/dslab/dev/runs"], "kept by default"
+        assert script_args(results) == ["make", "/var/lib/dslab/dslab/dev/runs"]
+        assert script_args(results, "delete") == ["release", "keep", "/var/lib/dslab/dslab/dev/runs", STACK_TAG], (
+            "kept by default"
+        )
 
     return everything_registered(lab).apply(check)
 
 
 @pytest.mark.parametrize(
     ("results_dir", "emptied"),
-    [(None, ["/var/lib/dslab/dev/runs", "/var/lib/dslab/dev", "/var/lib/dslab"]), ("/srv/runs", [])],
+    [
+        (None, ["/var/lib/dslab/dslab/dev/runs", "/var/lib/dslab/dslab/dev", "/var/lib/dslab/dslab", "/var/lib/dslab"]),
+        ("/srv/runs", []),
+    ],
 )
 @pulumi.runtime.test
 def test_remove_takes_the_runs_and_only_the_default_directories_left_empty(
@@ -351,8 +382,10 @@ def test_remove_takes_the_runs_and_only_the_default_directories_left_empty(
     lab = build_lab_with(training=training)
 
     def check(_: Any) -> None:
-        where = results_dir or "/var/lib/dslab/dev/runs"
-        assert script_args(mocks.resources["lab-results-server1"], "delete") == ["release", "remove", where, *emptied]
+        where = results_dir or "/var/lib/dslab/dslab/dev/runs"
+        assert script_args(mocks.resources["lab-results-server1"], "delete") == [
+            "release", "remove", where, STACK_TAG, *emptied
+        ], "this stack's runs only"  # fmt: skip
 
     return everything_registered(lab).apply(check)
 
@@ -450,7 +483,7 @@ def test_host_mode_has_no_swarm_or_overlay_and_reaches_containers_at_the_hosts_a
         config = placed_files(mocks.resources["lab-mesh-server2-trust"])["/root/.ssh/config"]
         assert "Host server1\n    HostName 10.0.18.1\n" in config, "the other node by name, at its host's address"
         assert "DSLAB_SSH_PORT=2222" in container["envs"] and "DSLAB_OVERLAY_SUBNET=10.0.18.2/32" in container["envs"]
-        training = after_dashes(script_args(mocks.resources["lab-training-run"]))
+        training = launch_call(mocks.resources["lab-training-run"]).argv
         assert training[:9] == [
             "deepspeed", "--hostfile", "/opt/dslab/run/hostfile", "--master_addr", "10.0.18.1",
             "--master_port", "29500", "--ssh_port", "2222",
@@ -522,7 +555,7 @@ def test_a_host_inserted_at_the_front_of_a_reordered_list_moves_no_container(moc
             for host in ("server1", "server2", "server3")
         }
         assert planned == {"server1": "10.0.3.128", "server2": "10.0.3.129", "server3": "10.0.3.130"}
-        launch = script_args(mocks.resources["lab-training-run"])
+        launch = launch_call(mocks.resources["lab-training-run"]).argv
         assert launch[launch.index("--master_addr") + 1] == "10.0.3.128", "the manager is where it was"
 
     assert lab.hostfile == "server1 slots=1\nserver3 slots=1\nserver2 slots=1\n", "ranks follow the list, manager first"
@@ -551,6 +584,8 @@ def test_a_step_the_probe_found_changed_runs_again_in_place_with_the_next_genera
     mocks.answers = (
         "server1 mtu 1500\nserver1 swarm-node m1 manager\nserver1 swarm-manager m1 10.0.18.1:2377\n"
         "server1 host-step swarm 2\nserver1 step reach 4 the manager container gets no ssh answer from: server2\n"
+        "server1 host-step run-report 7\nserver1 run 20261206T093000.123Z-0a1b2c3d-0123456789ab succeeded\n"
+        "server1 run-reported 20261206T093000.123Z-0a1b2c3d-0123456789ab running\n"
         "server2 mtu 1500\nserver2 step trust 3 changed or removed: /root/.ssh/authorized_keys\nserver2 step run-files 1\n"
     )
     lab = build_dev_lab()
@@ -561,7 +596,7 @@ def test_a_step_the_probe_found_changed_runs_again_in_place_with_the_next_genera
         assert generations["lab-mesh-reach"] == 4, "the silent node is checked again"
         assert generations["lab-swarm-server1-init"] == 2 and generations["lab-training-server2-files"] == 1, "as left"
         assert generations["lab-mesh-server1-trust"] == generations["lab-mesh-server2-keys"] == 0, "nothing found: 0"
-        assert generations["lab-training-run"] is None, "training is no kept step: only its triggers run it"
+        assert generations["lab-training-run"] == 8, "a run found ended since it was last reported is reported again"
         trust = mocks.resources["lab-mesh-server2-trust"].inputs
         assert trust["triggers"] == ["server2-llm-id"], "the generation is no trigger: the step runs in place"
 

@@ -6,10 +6,10 @@ hosts, and its servers, each answering the hosts' probe as assets/host/host-fact
 MTU, the container of the stack it holds (its host, its overlay address, its swarm node), the
 addresses in use on the overlay, its claim and the marks the steps left. A step is one edit a user
 makes (a host added, a worker removed, the list reordered, a host renamed at the same address, a
-container address pinned, the overlay's MTU, a training argument, the shm size, a timeout: each
-validated by components.config, which may refuse it), or one thing that happens to a server (it
-is reinstalled, it does not answer, its shipped image is removed). After each step the program
-runs as `pulumi preview` would; its resources are read against the last run `up` applied, as
+container address pinned, the overlay's MTU, a training argument, the shm size, a timeout, how
+the run is watched: each validated by components.config, which may refuse it), or one thing that
+happens to a server (it is reinstalled, it does not answer, its shipped image is removed). After
+each step the program runs as `pulumi preview` would; its resources are read against the last run `up` applied, as
 the preview reads them: changed inputs are an update or a replacement, changed triggers run a
 Command anew. A preview without a host's answer is never applied (`up` stops at that host);
 every other one is, and the servers then hold what it recorded.
@@ -17,11 +17,10 @@ every other one is, and the servers then hold what it recorded.
 The invariants are what a user relies on (README, "Changing the host list"), checked after every
 step: addresses unique and each host's own; a container changed only by its own settings; the
 training run started again only when what it is changes; an undone step on a host done again;
-a preview without a host's answer replacing nothing of that host's. Those that do not hold today
-are each a test of its own below, marked xfail with the defect, on the shortest sequence
-Hypothesis found; the machine checks the others. The profile (tests/unit/conftest.py, env
-HYPOTHESIS_PROFILE) bounds the sequences; one sequence of every step in a fixed order runs too,
-whatever the fast profile happens to draw.
+a preview without a host's answer replacing nothing of that host's. The sequences Hypothesis once
+found breaking one are each a test of their own below; the machine checks the rest. The profile
+(tests/unit/conftest.py, env HYPOTHESIS_PROFILE) bounds the sequences; one sequence of every step
+in a fixed order runs too, whatever the fast profile happens to draw.
 """
 
 from __future__ import annotations
@@ -49,7 +48,6 @@ from tests.support.plan_world import (
 )
 
 RUN = "lab-training-run"
-PREFLIGHT = "lab-training-preflight-check"
 CONFIG_ERROR_LINE = re.compile(r"^dslab:[a-z_]+(\[\d+\])?(\.[a-z_]+(\[\d+\])?)*: \S[^\n]*$")
 """One problem: the key's path, then what is wrong with its value."""
 
@@ -117,14 +115,13 @@ def check_containers_change_only_with_their_own_settings(plan: Plan, exempt: Col
             )
 
 
-def run_identity(config: LabConfig, resources: Any, *, stall_timeout_counts: bool = False) -> tuple[Any, ...]:
-    """What a training run is: its training settings (no timeout), its hosts and ranks in the
-    hostfile's order, its containers."""
-    exclude: dict[str, Any] = {"preflight": {"reach_timeout", "run_timeout"}}
-    if not stall_timeout_counts:
-        exclude["stall_timeout"] = True
+def run_identity(config: LabConfig, resources: Any) -> tuple[Any, ...]:
+    """What a training run is: its training settings but how it is watched (the timeouts, the
+    preflight, wait, resume, where its results go), its hosts and ranks in the hostfile's order,
+    its containers."""
+    watched = {"stall_timeout", "preflight", "wait", "resume", "results_dir", "results_on_destroy", "master_port"}
     return (
-        config.training.model_dump(exclude=exclude),
+        config.training.model_dump(exclude=watched),
         [(host.name, host.slots) for host in config.hosts_manager_first],
         {host: container.inputs for host, container in containers(config, resources).items()},
         config.container,
@@ -132,21 +129,14 @@ def run_identity(config: LabConfig, resources: Any, *, stall_timeout_counts: boo
     )
 
 
-def check_training_runs_again_only_when_what_it_is_changes(plan: Plan, *, stall_timeout_counts: bool = False) -> None:
+def check_training_runs_again_only_when_what_it_is_changes(plan: Plan) -> None:
     """3. The run gets new triggers only when what it is changes; a timeout or another setting
-    changes neither the run's nor the preflight's (nothing else stops a run). A new training
-    argument does start it again. (STALL_TIMEOUT_COUNTS: the known defect allowed.)"""
+    does not (nothing else stops a run: the preflight is part of a new run). A new training
+    argument does start it again."""
     if not plan.previous:
         return
-    same_preflight = run_identity(plan.before, plan.previous) == run_identity(plan.after, plan.resources)
-    if same_preflight:
-        assert plan.resources[PREFLIGHT].inputs["triggers"] == plan.previous[PREFLIGHT].inputs["triggers"], (
-            "the preflight would run anew though the run it checks is the same"
-        )
-    same_run = run_identity(plan.before, plan.previous, stall_timeout_counts=stall_timeout_counts) == run_identity(
-        plan.after, plan.resources, stall_timeout_counts=stall_timeout_counts
-    )
-    if same_run:
+    assert not any("preflight" in name for name in plan.resources), "no preflight step of its own, which could stop a run"
+    if run_identity(plan.before, plan.previous) == run_identity(plan.after, plan.resources):
         old, new = plan.previous[RUN].inputs["triggers"], plan.resources[RUN].inputs["triggers"]
         assert new == old, (
             "training would be stopped and started again though the run is the same: its triggers "
@@ -342,6 +332,15 @@ class LabEdits(RuleBasedStateMachine):
     def change_the_stall_timeout(self, seconds: int) -> None:
         self.edit(lambda values: set_path(values, "training.stall_timeout", seconds))
 
+    @rule(wait=st.booleans(), resume=st.sampled_from(["auto", "never"]), min_busbw=st.sampled_from([0.0, 0.5, 5.0]))
+    def change_how_the_run_is_watched(self, wait: bool, resume: str, min_busbw: float) -> None:
+        def change(values: dict[str, Any]) -> None:
+            set_path(values, "training.wait", wait)
+            set_path(values, "training.resume", resume)
+            set_path(values, "training.preflight.min_busbw_gbps", min_busbw)
+
+        self.edit(change)
+
     @rule(seconds=SECONDS)
     def change_the_reach_timeout(self, seconds: int) -> None:
         self.edit(lambda values: set_path(values, "training.preflight.reach_timeout", seconds))
@@ -417,10 +416,7 @@ class LabEdits(RuleBasedStateMachine):
 
     @invariant()
     def training_runs_again_only_when_what_it_is_changes(self) -> None:
-        # The stall timeout runs training again today, a defect tested apart
-        # (test_changing_the_stall_timeout_starts_no_new_training_run): counted as part of the
-        # run here until it is fixed; every other timeout and setting is not.
-        check_training_runs_again_only_when_what_it_is_changes(self.plan, stall_timeout_counts=True)
+        check_training_runs_again_only_when_what_it_is_changes(self.plan)
 
     @invariant()
     def a_step_found_undone_is_planned_again(self) -> None:
@@ -446,6 +442,7 @@ ONE_OF_EACH: list[tuple[str, dict[str, Any]]] = [
     ("change_the_host_timeout", {"seconds": 600}),
     ("change_the_stall_timeout", {"seconds": 600}),
     ("change_the_reach_timeout", {"seconds": 30}),
+    ("change_how_the_run_is_watched", {"wait": False, "resume": "never", "min_busbw": 5.0}),
     ("change_the_shm_size", {"size": "2G"}),
     ("change_the_shm_size", {"size": "1.5X"}),  # refused
     ("set_the_network_mtu", {"mtu": 1400}),
@@ -475,13 +472,7 @@ def test_one_of_each_edit_and_answer_in_turn_keeps_what_the_user_relies_on() -> 
     assert config.hosts[1].container_address is not None, "the pin too"
 
 
-# --- what does not hold today: each on the shortest sequence Hypothesis found ---
-
-
-def fails_on_the_invariant(reason: str) -> pytest.MarkDecorator:
-    """xfail, strictly, and only on the invariant's own assertion (a sequence that no longer
-    runs fails the test)."""
-    return pytest.mark.xfail(strict=True, raises=AssertionError, reason=reason)
+# --- sequences Hypothesis found breaking an invariant once, each the shortest ---
 
 
 def edited(model: LabModel, change: Callable[[dict[str, Any]], None]) -> None:
@@ -543,10 +534,21 @@ def test_a_reinstalled_host_gets_its_own_address_back() -> None:
     check_containers_change_only_with_their_own_settings(plan)
 
 
-@fails_on_the_invariant(
-    "issue 38: the stall timeout is on the run's command line, one of its triggers: changing it runs training again"
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        ("training.stall_timeout", 0),
+        ("training.wait", False),
+        ("training.resume", "never"),
+        ("training.results_on_destroy", "remove"),
+        ("training.preflight.min_busbw_gbps", 5.0),
+        ("training.preflight.reach_timeout", 90),
+        ("operator.host_timeout", 45),
+    ],
 )
-def test_changing_the_stall_timeout_starts_no_new_training_run() -> None:
+def test_how_a_run_is_watched_starts_no_new_training_run(path: str, value: Any) -> None:
     model = LabModel.running(hosts=2)
-    edited(model, lambda values: set_path(values, "training.stall_timeout", 0))
-    check_training_runs_again_only_when_what_it_is_changes(model.preview())
+    edited(model, lambda values: set_path(values, path, value))
+    plan = model.preview()
+    check_training_runs_again_only_when_what_it_is_changes(plan)
+    assert plan.resources[RUN].inputs["triggers"] == plan.previous[RUN].inputs["triggers"], f"{path} makes a new run"

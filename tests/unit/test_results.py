@@ -1,5 +1,5 @@
-"""Where a run's results go (components.render.results): the directory on every host, the name
-of a run's inputs, and the command line's output directory."""
+"""Where a run's results go (components.render.results): the directory on every host, what a
+run's name says of its stack, and the command line's output directory."""
 
 from __future__ import annotations
 
@@ -8,27 +8,32 @@ from pathlib import Path
 
 from components.config.loading import load_stack_file
 from components.render.launch_argv import launch_argv_for
-from components.render.results import RUN_OUTPUT_DIR, host_results_dir, run_key
+from components.render.results import RUN_OUTPUT_DIR, emptied_dirs, host_results_dir, run_suffix, stack_tag
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_the_default_results_directory_is_the_stacks_own_and_a_set_one_is_kept() -> None:
+def test_the_default_results_directory_is_the_projects_stacks_own_and_a_set_one_is_kept() -> None:
     config = load_stack_file(REPO / "Pulumi.dev.yaml")
-    assert host_results_dir(config, "organization/dslab/dev") == "/var/lib/dslab/dev/runs"
-    assert host_results_dir(config, "organization/dslab/lab-b") == "/var/lib/dslab/lab-b/runs"
+    assert host_results_dir(config, "organization/dslab/dev") == "/var/lib/dslab/dslab/dev/runs"
+    assert host_results_dir(config, "organization/dslab/lab-b") == "/var/lib/dslab/dslab/lab-b/runs"
+    # Two projects' `dev` stacks keep their runs apart.
+    assert host_results_dir(config, "organization/other/dev") == "/var/lib/dslab/other/dev/runs"
     chosen = config.model_copy(update={"training": config.training.model_copy(update={"results_dir": "/srv/runs"})})
     assert host_results_dir(chosen, "organization/dslab/dev") == "/srv/runs"
+    assert emptied_dirs(chosen, "organization/dslab/dev") == (), "a directory the user chose stays"
+    assert emptied_dirs(config, "organization/dslab/dev") == (
+        "/var/lib/dslab/dslab/dev/runs", "/var/lib/dslab/dslab/dev", "/var/lib/dslab/dslab", "/var/lib/dslab"
+    )  # fmt: skip
 
 
-def test_the_run_key_names_the_inputs_and_changes_with_any_of_them() -> None:
-    key = run_key("deepspeed train.py --steps 20", "{}", "", "server1 slots=1\n")
-    assert re.fullmatch(r"[0-9a-f]{12}", key), "12 hex digits in the run directory's name"
-    assert key == run_key("deepspeed train.py --steps 20", "{}", "", "server1 slots=1\n"), "the same inputs, the same key"
-    assert key != run_key("deepspeed train.py --steps 25", "{}", "", "server1 slots=1\n")
-    assert key != run_key("deepspeed train.py --steps 20", "{}", "", "server1 slots=1\nserver2 slots=1\n")
-    # The inputs are kept apart: moving text from one to the next is another run.
-    assert run_key("ab", "c") != run_key("a", "bc")
+def test_a_runs_name_says_which_stack_made_it() -> None:
+    tag = stack_tag("organization/dslab/dev")
+    assert re.fullmatch(r"[0-9a-f]{8}", tag)
+    assert tag == stack_tag("organization/dslab/dev"), "the same stack, the same tag"
+    assert tag != stack_tag("organization/other/dev"), "another project's stack of the same name"
+    assert tag != stack_tag("organization/dslab/prod")
+    assert run_suffix("organization/dslab/dev", "0123456789ab") == f"{tag}-0123456789ab"
 
 
 def test_the_dev_script_gets_its_runs_directory_with_its_flag() -> None:
