@@ -22,9 +22,10 @@ from INFO up: its ranks log only warnings otherwise, and the log would not show 
 configuration the engine resolved from ds_config.json's "auto" values (fp16 or not, loss
 scaling, ZeRO stage), nor skipped fp16 steps. And every checkpoint this node holds in the
 run's directory names its DeepSpeed tag (see :func:`name_latest_checkpoints`), so that a
-resumed run loads it on every node; and when the Trainer is to resume, every node must hold
-its part of the first node's newest checkpoint, or the run stops before loading anything,
-naming the nodes that lack it (see :func:`refuse_a_partial_resume`).
+resumed run loads it on every node. Each checkpoint is marked complete on its node once every
+rank saved it (:class:`MarkCheckpoints`, checkpoint_parts.py); when the Trainer is to resume, it
+goes on from the newest checkpoint every node holds whole, named on its command line, and
+skips the newer ones, saying why (see :func:`resume_everywhere`).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from checkpoint_parts import RankFinding, part_present, resume_refusal
+from checkpoint_parts import loadable, mark_complete, newest_everywhere, saving
 
 TRAINER_CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 """A checkpoint folder as the Trainer names it and looks for it (transformers' get_last_checkpoint)."""
@@ -69,16 +70,14 @@ def zero_stage_of(ds_config: str | None) -> int:
     return stage if isinstance(stage, int) else 0
 
 
-def what_this_rank_holds(output_dir: str, zero_stage: int, rank: int) -> tuple[int | None, bool]:
-    """The step of the newest checkpoint on this node (the one the Trainer resumes from here;
-    None for none) and whether RANK's part of it is there."""
+def held_checkpoints(output_dir: str) -> dict[int, str]:
+    """This node's Trainer checkpoint folders by step."""
     names = os.listdir(output_dir) if os.path.isdir(output_dir) else []
-    steps = [int(match.group(1)) for name in names
-             if (match := TRAINER_CHECKPOINT.match(name)) and os.path.isdir(os.path.join(output_dir, name))]  # fmt: skip
-    if not steps:
-        return None, False
-    step = max(steps)
-    return step, part_present(os.path.join(output_dir, f"checkpoint-{step}", f"global_step{step}"), zero_stage, rank)
+    return {
+        int(match.group(1)): os.path.join(output_dir, name)
+        for name in names
+        if (match := TRAINER_CHECKPOINT.match(name)) and os.path.isdir(os.path.join(output_dir, name))
+    }
 
 
 def name_latest_checkpoints(output_dir: str) -> list[str]:
@@ -102,17 +101,45 @@ def name_latest_checkpoints(output_dir: str) -> list[str]:
     return named
 
 
-def refuse_a_partial_resume(output_dir: str, zero_stage: int) -> None:
-    """Every rank says what its node holds; the run stops (on every rank) when the nodes would
-    not go on from the same checkpoint whole: each node's Trainer resumes from its own newest."""
+def resume_everywhere(output_dir: str, zero_stage: int) -> list[str]:
+    """The flags that make every rank go on from the same checkpoint: the newest that every node
+    holds whole (``--resume_from_checkpoint``); when none is, ``--overwrite_output_dir`` (else
+    the Trainer goes on from its own node's newest). Every rank says what its node holds."""
     import torch.distributed as dist
 
-    mine: RankFinding = (socket.gethostname(), *what_this_rank_holds(output_dir, zero_stage, dist.get_rank()))
+    held = held_checkpoints(output_dir)
+    tags = {step: os.path.join(folder, f"global_step{step}") for step, folder in held.items()}
     found: list[Any] = [None] * dist.get_world_size()
-    dist.all_gather_object(found, mine)
-    refusal = resume_refusal(found, output_dir)
-    if refusal:
-        raise SystemExit(f"dslab: {refusal}")
+    dist.all_gather_object(found, (socket.gethostname(), loadable(held, tags, zero_stage, dist.get_rank())))
+    step, skipped = newest_everywhere(found)
+    if dist.get_rank() == 0:
+        for line in skipped:
+            print(f"dslab: {line}", flush=True)
+        if step is None and skipped:
+            print("dslab: no checkpoint is whole on every node: starting over", flush=True)
+    if step is not None:
+        return ["--resume_from_checkpoint", os.path.join(output_dir, f"checkpoint-{step}")]
+    return ["--overwrite_output_dir", "true"] if skipped else []
+
+
+def mark_checkpoints(output_dir: str) -> Any:
+    """A TrainerCallback that says, in the run's directory, when this node saves a checkpoint,
+    and marks it complete once every rank saved it (checkpoint_parts.py)."""
+    from transformers import TrainerCallback
+
+    class MarkCheckpoints(TrainerCallback):  # type: ignore[misc,unused-ignore]
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            if control.should_save and args.local_process_index == 0:
+                saving(output_dir)
+
+        def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            import torch.distributed as dist
+
+            dist.barrier()  # every rank's files are written
+            if args.local_process_index == 0:
+                mark_complete(os.path.join(output_dir, f"checkpoint-{state.global_step}"), output_dir)
+
+    return MarkCheckpoints()
 
 
 def without_empty_param_groups(optimizer: Any) -> Any:
@@ -152,11 +179,13 @@ def main() -> None:
 
     drop_empty_param_groups(Trainer)
     output_dir = flag_value(sys.argv, "--output_dir")
-    if output_dir is not None:
-        name_latest_checkpoints(output_dir)
-        if trainer_resumes(sys.argv):  # the same command line everywhere: every rank takes part
-            refuse_a_partial_resume(output_dir, zero_stage_of(flag_value(sys.argv, "--deepspeed")))
-    run_exp()
+    if output_dir is None:
+        run_exp()
+        return
+    name_latest_checkpoints(output_dir)
+    if trainer_resumes(sys.argv):  # the same command line everywhere: every rank takes part
+        sys.argv += resume_everywhere(output_dir, zero_stage_of(flag_value(sys.argv, "--deepspeed")))
+    run_exp(callbacks=[mark_checkpoints(output_dir)])
 
 
 if __name__ == "__main__":

@@ -14,10 +14,10 @@ ends the process with a non-zero status (``--fail_rank``/``--fail_step`` inject 
 tests).
 
 With ``--output_dir DIR`` every rank saves a DeepSpeed checkpoint into ``DIR/checkpoints`` every
-``--save_steps`` steps and at the end (each node its own part), a run whose DIR holds one goes
-on from the newest (``dslab: resumed from step=N``; it refuses, naming the hosts, when a node
-lacks its part), and rank 0 writes ``DIR/result.json`` (steps, world size, final loss) at the
-end.
+``--save_steps`` steps and at the end (each node its own part, marked complete once saved:
+checkpoint_parts.py), a run whose DIR holds one goes on from the newest that every node holds
+whole (``dslab: resumed from step=N``, after a ``dslab: skipped ...`` line for each newer one),
+and rank 0 writes ``DIR/result.json`` (steps, world size, final loss) at the end.
 
 usage: train_tiny.py --deepspeed CONFIG [--steps N] [--lr LR] [--seed S] [--output_dir DIR]
                      [--save_steps N] [--local_rank R]
@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
-from checkpoint_parts import part_present, resume_refusal
+from checkpoint_parts import loadable, mark_complete, newest_everywhere, saving
 
 INPUTS = 16
 HIDDEN = 64
@@ -153,7 +153,8 @@ def train(args: argparse.Namespace) -> float:
     if rank == 0:
         report(f"world_size={world_size}")
     checkpoints = os.path.join(args.output_dir, CHECKPOINTS) if args.output_dir else None
-    done = resume(engine, checkpoints, rank, torch, dist) if checkpoints else 0
+    done = resume(engine, checkpoints, rank, dist) if checkpoints else 0
+    first_on_node = args.local_rank <= 0  # the first rank on its node (-1: run without the launcher)
 
     loss_fn = torch.nn.MSELoss()
     order = torch.randperm(SAMPLES, generator=generator)
@@ -178,8 +179,14 @@ def train(args: argparse.Namespace) -> float:
         if rank == 0:
             report(f"step={step} loss={loss_value:.6f}")
         if checkpoints and (step % args.save_steps == 0 or step == args.steps):
-            # Every rank writes its own shard, on its own node (use_node_local_storage).
+            # Every rank writes its own shard, on its own node (use_node_local_storage); once all
+            # have, each node's first rank marks its part complete.
+            if first_on_node:
+                saving(args.output_dir)
             engine.save_checkpoint(checkpoints, tag=checkpoint_tag(step), client_state={"step": step})
+            dist.barrier()
+            if first_on_node:
+                mark_complete(os.path.join(checkpoints, checkpoint_tag(step)), args.output_dir)
         if args.step_pause_s > 0:
             time.sleep(args.step_pause_s)
     dist.barrier()
@@ -204,32 +211,30 @@ def checkpoint_tag(step: int) -> str:
     return f"step{step}"
 
 
-def latest_step(checkpoints: str) -> int:
-    """The step of the newest checkpoint (DeepSpeed's `latest` file, on the first rank's node), or 0."""
-    try:
-        with open(os.path.join(checkpoints, "latest"), encoding="utf-8") as latest:
-            tag = latest.read().strip()
-    except FileNotFoundError:
-        return 0
-    return int(tag.removeprefix("step")) if tag.startswith("step") and tag[4:].isdigit() else 0
+def held_steps(checkpoints: str) -> dict[int, str]:
+    """This node's checkpoint folders by step."""
+    held = {}
+    for name in os.listdir(checkpoints) if os.path.isdir(checkpoints) else []:
+        if name.startswith("step") and name[4:].isdigit() and os.path.isdir(os.path.join(checkpoints, name)):
+            held[int(name[4:])] = os.path.join(checkpoints, name)
+    return held
 
 
-def resume(engine: Any, checkpoints: str, rank: int, torch: Any, dist: Any) -> int:
-    """Loads the newest checkpoint, when there is one; the steps it holds (0 for none). Refuses,
-    naming the hosts, when a node lacks its part of it: that run cannot go on."""
-    step = torch.tensor([latest_step(checkpoints) if rank == 0 else 0], device=engine.device)
-    dist.broadcast(step, 0)
-    done = int(step.item())
-    if done == 0:
-        return 0
+def resume(engine: Any, checkpoints: str, rank: int, dist: Any) -> int:
+    """Loads the newest checkpoint every node holds whole, when there is one; the steps it holds
+    (0 for none). Each newer one is skipped, saying why."""
+    held = held_steps(checkpoints)
+    mine = (socket.gethostname(), loadable(held, held, engine.zero_optimization_stage(), rank))
     found: list[Any] = [None] * dist.get_world_size()
-    folder = os.path.join(checkpoints, checkpoint_tag(done))
-    dist.all_gather_object(
-        found, (socket.gethostname(), done, part_present(folder, engine.zero_optimization_stage(), rank))
-    )
-    refusal = resume_refusal(found, folder)
-    if refusal:
-        raise RuntimeError(refusal)
+    dist.all_gather_object(found, mine)
+    done, skipped = newest_everywhere(found)
+    if rank == 0:
+        for line in skipped:
+            report(line)
+        if done is None and skipped:
+            report("no checkpoint is whole on every node: starting over")
+    if done is None:
+        return 0
     engine.load_checkpoint(checkpoints, tag=checkpoint_tag(done))
     if rank == 0:
         report(f"resumed from step={done}")

@@ -140,8 +140,13 @@ class Lab(pulumi.ComponentResource):
     def _same_inputs_everywhere(self, config: LabConfig) -> str:
         """The inputs' digest, once every host that answered holds the manager's copy; before
         anything is planned, a host whose copy differs stops preview and up, naming it and the
-        first file that differs."""
-        answered = [host.name for host in config.hosts if host.name not in self.facts.problems]
+        first file that differs. A host that lacks an input altogether is the input check's to
+        name (InputCheck), with what to copy where."""
+        answered = [
+            host.name
+            for host in config.hosts
+            if host.name not in self.facts.problems and not self.facts.inputs_absent.get(host.name)
+        ]
         manifests = {host: self.facts.inputs.get(host, ()) for host in answered}
         try:
             check_same_inputs(manifests, config.manager.name, self.input_roots)

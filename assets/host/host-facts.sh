@@ -33,6 +33,7 @@
 #                      its size and a digest that stays cheap on a model of many GB (a file
 #                      up to 1 MiB whole; a larger one by its size and three 64 KiB blocks:
 #                      the first, the middle, the last), PATH relative to that input
+#   input-absent I     when the I-th of INPUTS is not here
 #   claimed-by OWNER   the stack whose claim (docker volume dslab-claim) this host holds
 #   used-by OWNER      another stack whose containers run here
 #   host-step STEP N   for each step done on this host: the generation it last ran with
@@ -163,6 +164,8 @@ input_manifest() {
     elif [[ -f $root ]]; then
       size=$(stat -c %s "$root")
       echo "input $index $size $(sampled_sha256 "$root" "$size") ."
+    else
+      echo "input-absent $index"
     fi
     index=$((index + 1))
   done <<<"$inputs"

@@ -230,6 +230,13 @@ class LlamaFactoryWorkload(FrozenModel):
                 "training.results_dir on every host, never into an earlier run's; remove it "
                 "(set training.results_dir to choose where)",
             )
+        if self.args.get("save_on_each_node") in (False, "false", "False"):
+            problems.add(
+                ("args", "save_on_each_node"),
+                "false keeps the checkpoints and trainer_state.json on the first node only, but each "
+                "host has its own disk (no shared storage): a resumed run's other ranks would find "
+                "nothing to load; remove it (or set it true)",
+            )
         if self.datasets:
             if "dataset_dir" in self.args:
                 problems.add(

@@ -130,6 +130,8 @@ class HostFacts:
     """Host name -> (run name, state) the training step last reported there."""
     inputs: dict[str, tuple[InputFile, ...]] = field(default_factory=dict)
     """Host name -> the files of the workload's inputs it holds, in order."""
+    inputs_absent: dict[str, frozenset[int]] = field(default_factory=dict)
+    """Host name -> the workload's inputs it does not hold at all (the input check names them)."""
 
     def generation(self, host: str, step: str) -> int:
         """The generation the step's Command on `host` runs with (components.hosts.host_script)."""
@@ -153,6 +155,7 @@ def parse_answers(
     `HOST mtu N`, `HOST mtu-unknown WHY`, `HOST swarm-node|swarm-manager|swarm-member ...`,
     `HOST image TAG ID`, `HOST results STATE`, `HOST host-step STEP N`, `HOST step STEP N [WHAT]`,
     `HOST run NAME STATUS`, `HOST run-alive`, `HOST run-reported NAME STATE`, `HOST input I SIZE SHA256 PATH`,
+    `HOST input-absent I`,
     `HOST claimed-by|used-by OWNER`, `HOST host-key-changed`, `HOST unreachable|silent|failed ...`)
     as HostFacts: a host another stack than OWNER holds is a problem."""
     destination = {host.name: f"{host.name} ({host.address}:{host.ssh_port})" for host in hosts}
@@ -174,6 +177,7 @@ def parse_answers(
     last_runs: dict[str, LastRun] = {}
     reported: dict[str, tuple[str, str]] = {}
     inputs: dict[str, list[InputFile]] = {}
+    inputs_absent: dict[str, set[int]] = {}
     for line in output.splitlines():
         host, kind, rest = (line.split(" ", 2) + ["", ""])[:3]
         where = destination.get(host, host)
@@ -225,6 +229,8 @@ def parse_answers(
             index, size, sha256, path = (rest.split(" ", 3) + ["", "", "", ""])[:4]
             if index.isdigit() and size.isdigit():
                 inputs.setdefault(host, []).append(InputFile(int(index), path, int(size), sha256))
+        elif kind == "input-absent" and rest.isdigit():
+            inputs_absent.setdefault(host, set()).add(int(rest))
         elif kind == "claimed-by" and owner and rest != owner:
             problems[host] = held_by_another(rest, "docker volume dslab-claim")
         elif kind == "used-by" and owner and host not in problems:
@@ -280,6 +286,7 @@ def parse_answers(
         last_runs=last_runs,
         reported=reported,
         inputs={host: tuple(files) for host, files in inputs.items()},
+        inputs_absent={host: frozenset(absent) for host, absent in inputs_absent.items()},
     )
 
 

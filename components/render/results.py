@@ -19,12 +19,17 @@ RUN_OUTPUT_DIR = f"{RESULTS_MOUNT}/{RUN_NAME_TOKEN}"
 """The run's directory in the containers: LLaMA-Factory's output_dir, a script's output flag."""
 
 
+def default_results_dir(project: str, stack: str) -> str:
+    """`/var/lib/dslab/<project>/<stack>/runs`: two projects' stacks of the same name keep their
+    runs apart."""
+    return f"/var/lib/dslab/{project}/{stack}/runs"
+
+
 def host_results_dir(config: LabConfig, owner: str) -> str:
-    """`training.results_dir`, or `/var/lib/dslab/<project>/<stack>/runs` for the stack OWNER
-    (`<organization>/<project>/<stack>`): on every host. Two projects' stacks of the same name
-    keep their runs apart."""
+    """`training.results_dir`, or the default for the stack OWNER (`<organization>/<project>/<stack>`):
+    on every host."""
     _, project, stack = owner.split("/")
-    return config.training.results_dir or f"/var/lib/dslab/{project}/{stack}/runs"
+    return config.training.results_dir or default_results_dir(project, stack)
 
 
 def emptied_dirs(config: LabConfig, owner: str) -> tuple[str, ...]:

@@ -133,13 +133,16 @@ def saved_checkpoint(output_dir: Path, step: int, ranks: list[int]) -> None:
         (tag / f"bf16_zero_pp_rank_{rank}_mp_rank_00_optim_states.pt").write_bytes(b"shard")
 
 
-def test_a_rank_finds_its_nodes_newest_checkpoint_and_its_own_part_of_it(entry_point: ModuleType, tmp_path: Path) -> None:
+def test_a_rank_finds_its_nodes_checkpoints_and_what_it_can_load_of_each(entry_point: ModuleType, tmp_path: Path) -> None:
     saved_checkpoint(tmp_path, 50, [2, 3])
-    saved_checkpoint(tmp_path, 100, [2])  # cut while rank 3 wrote its part
+    entry_point.mark_complete(str(tmp_path / "checkpoint-50"))
+    saved_checkpoint(tmp_path, 100, [2])  # cut while rank 3 wrote its part: never marked
     (tmp_path / "checkpoint-150.tmp").mkdir()  # not a name the Trainer resumes from
-    assert entry_point.what_this_rank_holds(str(tmp_path), 2, 2) == (100, True)
-    assert entry_point.what_this_rank_holds(str(tmp_path), 2, 3) == (100, False)
-    assert entry_point.what_this_rank_holds(str(tmp_path / "not-made-yet"), 2, 3) == (None, False), "a new run"
+    held = entry_point.held_checkpoints(str(tmp_path))
+    assert held == {50: str(tmp_path / "checkpoint-50"), 100: str(tmp_path / "checkpoint-100")}
+    tags = {step: f"{folder}/global_step{step}" for step, folder in held.items()}
+    assert entry_point.loadable(held, tags, 2, 3) == {50: None, 100: "its save did not end (no completion mark)"}
+    assert entry_point.held_checkpoints(str(tmp_path / "not-made-yet")) == {}, "a new run"
 
 
 def test_each_checkpoint_on_this_node_names_its_deepspeed_tag(entry_point: ModuleType, tmp_path: Path) -> None:

@@ -60,12 +60,14 @@ def test_bad_arguments_exit_2(train_tiny: ModuleType, argv: list[str]) -> None:
     assert exc.value.code == 2
 
 
-def test_the_newest_checkpoint_is_the_one_deepspeeds_latest_file_names(train_tiny: ModuleType, tmp_path: Path) -> None:
-    assert train_tiny.latest_step(str(tmp_path)) == 0, "no checkpoint yet"
-    (tmp_path / "latest").write_text("step150")
-    assert train_tiny.latest_step(str(tmp_path)) == 150
-    (tmp_path / "latest").write_text("global_step7")
-    assert train_tiny.latest_step(str(tmp_path)) == 0, "not one of ours"
+def test_the_checkpoints_are_the_step_folders_deepspeed_saved(train_tiny: ModuleType, tmp_path: Path) -> None:
+    assert train_tiny.held_steps(str(tmp_path / "checkpoints")) == {}, "no checkpoint yet"
+    for name in ("step50", "step150", "global_step7"):
+        (tmp_path / "checkpoints" / name).mkdir(parents=True)
+    (tmp_path / "checkpoints/latest").write_text("step150")
+    assert train_tiny.held_steps(str(tmp_path / "checkpoints")) == {
+        50: str(tmp_path / "checkpoints/step50"), 150: str(tmp_path / "checkpoints/step150"),
+    }, "ours only; DeepSpeed's `latest` is no proof of anything"  # fmt: skip
 
 
 def test_checkpoints_are_kept_every_save_steps(train_tiny: ModuleType) -> None:

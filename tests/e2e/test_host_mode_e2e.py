@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from components.render.results import default_results_dir
 from tests.support.sim_hosts import address, hosts_up, inspect, keep_build_cache, on_host
 from harness.pulumi_cli import PulumiCli, ensure_toolchain
 from harness.stack_project import Stack, project_copy
@@ -20,7 +21,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.program]
 
 HOSTS = {name: address(name) for name in ("server1", "server2")}
 STACK = "hostmode"
-RESULTS = f"/var/lib/dslab/{STACK}/runs"
+RESULTS = default_results_dir("dslab", STACK)
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +29,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     ensure_toolchain()
     hosts_up(len(HOSTS))
     for host in HOSTS:  # an earlier session's runs of this stack
-        on_host(host, "rm", "-rf", f"/var/lib/dslab/{STACK}")
+        on_host(host, "rm", "-rf", RESULTS)
     work = tmp_path_factory.mktemp("host-mode-e2e")
     cli = PulumiCli(project_dir=project_copy(work, (STACK,)), state_dir=work / "state")
     cli.run("stack", "init", STACK)
@@ -69,10 +70,10 @@ def test_destroy_leaves_nothing(stack: Stack) -> None:
     on_host("server2", "touch", f"{RESULTS}/notes.txt")  # the user's, beside the runs
     destroyed = stack.pulumi("destroy", "--yes")
     assert f"server1: removed 1 run(s) from {RESULTS} (training.results_on_destroy: remove)" in destroyed, destroyed
-    left = on_host("server1", "ls", "/var/lib/dslab", check=False).split()
+    left = on_host("server1", "ls", "/var/lib/dslab/dslab", check=False).split()
     assert STACK not in left, "results_on_destroy: remove leaves nothing of the stack"
     assert on_host("server2", "ls", RESULTS).split() == ["notes.txt"], "but what is not a run's stays"
-    on_host("server2", "rm", "-rf", f"/var/lib/dslab/{STACK}")
+    on_host("server2", "rm", "-rf", RESULTS)
     for host in HOSTS:
         assert on_host(host, "docker", "ps", "--all", "--quiet").strip() == "", f"no containers left on {host}"
         assert not re.search(r":2222\b", on_host(host, "ss", "-Htln")), "the container's sshd is gone"

@@ -18,6 +18,7 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
+from components.render.results import default_results_dir
 from tests.support.pulumi_output import change_counts
 from tests.support.sim_hosts import SSH_CONFIG, host_fault, hosts_up, keep_build_cache, on_host
 from harness.pulumi_cli import PulumiCli, ensure_toolchain
@@ -28,6 +29,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.program]
 
 HOSTS = ("server1", "server2")
 STACK = "llf"
+RESULTS = default_results_dir("dslab", STACK)
 def copy_between_hosts(source: str, target: str, path: str) -> None:
     """What an operator does with rsync: the host's folder, as is, onto the other host."""
     ssh = f"ssh -F {shlex.quote(str(SSH_CONFIG))}"
@@ -46,7 +48,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     ensure_toolchain()
     hosts_up(len(HOSTS))
     for host in HOSTS:  # an earlier session's unfinished runs of this stack would be resumed
-        on_host(host, "rm", "-rf", f"/var/lib/dslab/{STACK}/runs")
+        on_host(host, "rm", "-rf", RESULTS)
     for host in HOSTS:
         on_host(host, "rm", "-rf", INPUTS)
     work = tmp_path_factory.mktemp("llamafactory-e2e")
@@ -105,7 +107,7 @@ def test_lora_sft_trains_across_both_containers_and_the_loss_curve_comes_back(st
     results = outputs["training_results"]
     assert isinstance(results, dict) and set(results) == {"server1", "server2"}
     on_manager_host = str(results["server1"])
-    assert on_manager_host.startswith("/var/lib/dslab/") and results["server2"] == on_manager_host
+    assert on_manager_host.startswith(f"{RESULTS}/") and results["server2"] == on_manager_host
     on_host("server1", "test", "-s", f"{on_manager_host}/adapter_model.safetensors")  # raises when missing or empty
     output_dir = f"/opt/dslab/results/{PurePosixPath(on_manager_host).name}"
     assert "adapter_config.json" in in_manager("ls", output_dir)
@@ -135,7 +137,24 @@ def test_a_second_up_changes_nothing_and_a_lost_copy_of_the_curve_comes_back(sta
     )
 
 
-RESULTS = f"/var/lib/dslab/{STACK}/runs"
+FIRST_RUN: list[str] = []
+"""The first run's directory on the manager host and what it holds (`ls -lR`): later runs leave it as it is."""
+
+
+def test_a_dataset_changed_on_one_host_is_refused_naming_it_and_on_every_host_makes_a_new_run(stack: Stack) -> None:
+    first = str(stack.outputs()["training_results"]["server1"])  # type: ignore[index]
+    FIRST_RUN[:] = [first, on_host("server1", "ls", "-lR", first)]
+    dataset = f"{DATASETS}/tiny_alpaca.json"
+    # A value changes (the same size, another digest): still a valid dataset.
+    edit = f"sed -i 's/Add the/ADD the/' {dataset}"
+    on_host("server2", "sh", "-c", edit)
+    code, refused = stack.attempt("up", "--yes")
+    assert code != 0
+    assert f"server2's copy of the training inputs differs from server1's: {dataset} is " in refused, refused[-3000:]
+    on_host("server1", "sh", "-c", edit)
+    assert set(stack.preview_changes()) == {"lab-training-run"}, "the same files everywhere: a new run, nothing else"
+
+
 LONG_STEPS = 300
 """About 30 s here (11 steps/s, a checkpoint every 50): long enough to be cut after its first."""
 
@@ -147,6 +166,12 @@ def newest_checkpoint() -> int:
         return 0
     found = on_host("server1", "sh", "-c", f"ls -d {RESULTS}/{name}/checkpoint-* 2>/dev/null || true").split()
     return max((int(path.rsplit("-", 1)[-1]) for path in found), default=0)
+
+
+def complete_checkpoints(host: str, run: str) -> list[int]:
+    """The steps of the checkpoints HOST holds marked complete in RUN's directory."""
+    found = on_host(host, "sh", "-c", f"ls -d {RESULTS}/{run}/checkpoint-*/dslab-complete.json 2>/dev/null || true")
+    return sorted(int(path.rsplit("/", 2)[-2].rsplit("-", 1)[-1]) for path in found.split())
 
 
 def test_a_run_cut_after_a_checkpoint_goes_on_from_it_with_the_next_plain_up(stack: Stack) -> None:
@@ -169,26 +194,31 @@ def test_a_run_cut_after_a_checkpoint_goes_on_from_it_with_the_next_plain_up(sta
         host_fault("network-restore", "server2")
     assert running.returncode != 0 and "server2" in output, output[-3000:]
     run = on_host("server1", "cat", f"{RESULTS}/last-run").strip()
-    cut_at = newest_checkpoint()
-    assert 100 <= cut_at < LONG_STEPS
+    whole = sorted(set(complete_checkpoints("server1", run)) & set(complete_checkpoints("server2", run)))
+    assert len(whole) >= 2 and whole[-1] < LONG_STEPS, whole
+    cut_at = whole[-1]
 
-    # server2 loses its part of the newest checkpoint: its Trainer would go on from an older one
-    # than the manager's, so the run refuses before loading anything, naming it.
-    on_host("server2", "rm", "-rf", f"{RESULTS}/{run}/checkpoint-{cut_at}")
-    code, refused = stack.attempt("up", "--yes")
-    assert code != 0 and f"cannot resume from the checkpoint of step {cut_at}: server2 lacks its part of it" in refused, refused[-3000:]
-    # Without that checkpoint on the manager too, both go on from the one before.
-    on_host("server1", "rm", "-rf", f"{RESULTS}/{run}/checkpoint-{cut_at}")
-    checkpoint = newest_checkpoint()
-    assert checkpoint == cut_at - 50
-
+    # A shard of the newest checkpoint truncated on server2 (a full disk): the run goes on from
+    # the one before on both nodes, and says which one it skipped and why.
+    shard = on_host(
+        "server2", "sh", "-c", f"ls {RESULTS}/{run}/checkpoint-{cut_at}/global_step{cut_at}/*optim_states.pt | head -n 1"
+    ).strip()
+    size = int(on_host("server2", "stat", "-c", "%s", shard))
+    on_host("server2", "truncate", "-s", str(size // 2), shard)
+    checkpoint = whole[-2]
     resumed = stack.pulumi("up", "--yes")
     outputs = stack.outputs()
     assert f"resuming run {run} from its last checkpoint" in resumed, resumed[-3000:]
     assert outputs["training_resumed_from"] == checkpoint, (outputs["training_resumed_from"], checkpoint)
-    assert f"Continuing training from global step {checkpoint}" in in_manager("cat", "/opt/dslab/run/train.log")
+    log = in_manager("cat", "/opt/dslab/run/train.log")
+    assert f"Continuing training from global step {checkpoint}" in log
+    relative = shard.split(f"/checkpoint-{cut_at}/", 1)[1]
+    skipped = f"dslab: skipped the checkpoint of step {cut_at}: server2: {relative} is {size // 2} bytes, {size} when saved"
+    assert skipped in log, log[-3000:]
     state = json.loads(on_host("server1", "cat", f"{RESULTS}/{run}/trainer_state.json"))
     assert state["global_step"] == LONG_STEPS, "the configured number of steps, not more"
+    first, listing = FIRST_RUN
+    assert run != first.rsplit("/", 1)[-1] and on_host("server1", "ls", "-lR", first) == listing, "the first run's untouched"
     on_host("server1", "test", "-s", f"{RESULTS}/{run}/adapter_model.safetensors")
 
 

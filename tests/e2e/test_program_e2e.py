@@ -17,6 +17,7 @@ from collections.abc import Iterator
 import pytest
 import yaml
 
+from components.render.results import default_results_dir
 from tests.support.pulumi_output import command_lines, diagnostics_of
 from tests.support.sim_hosts import STATE_DIR, address, host_fault, hosts_up, inspect, keep_build_cache, on_host, wait_for_sshd
 from harness.pulumi_cli import PulumiCli, ensure_toolchain
@@ -26,6 +27,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.program]
 
 HOSTS = ("server1", "server2")
 STACK = "dev"
+RESULTS = default_results_dir("dslab", STACK)
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +35,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     ensure_toolchain()
     hosts_up(len(HOSTS))
     for host in HOSTS:  # an earlier session's unfinished runs of this stack would be resumed
-        on_host(host, "rm", "-rf", f"/var/lib/dslab/{STACK}/runs")
+        on_host(host, "rm", "-rf", RESULTS)
     work = tmp_path_factory.mktemp("program-e2e")
     cli = PulumiCli(project_dir=project_copy(work, (STACK,)), state_dir=work / "state")
     cli.run("stack", "init", STACK)
@@ -69,13 +71,14 @@ def run_directory(stack: Stack) -> str:
     assert isinstance(results, dict) and set(results) == set(HOSTS), results
     directory = str(results["server1"])
     assert all(path == directory for path in results.values()), "the same path on every host"
-    assert directory.startswith(f"/var/lib/dslab/{STACK}/runs/"), "under the default results_dir"
+    assert directory.startswith(f"{RESULTS}/"), "under the default results_dir"
     assert directory not in RUNS, "a run never writes into an earlier run's directory"
     RUNS.append(directory)
     for earlier in RUNS:
         result = json.loads(on_host("server1", "cat", f"{earlier}/result.json"))
         assert result["world_size"] >= 2 and result["final_loss"] > 0, result
         on_host("server1", "test", "-f", f"{earlier}/finished")
+        assert on_host("server1", "cat", f"{earlier}/status").strip() == "succeeded", "written by the run itself"
     return directory
 
 
@@ -109,7 +112,11 @@ def test_up_from_nothing_builds_the_cluster_and_trains_across_both_containers(st
     assert json.loads(on_host("server1", "cat", f"{run}/result.json"))["steps"] == 20, "train_tiny's --output_dir"
     assert on_host("server1", "cat", f"{run}/train.log") == log, "the log is kept beside the results"
     name = run.rsplit("/", 1)[-1]
-    assert re.fullmatch(r"\d{8}T\d{6}Z-[0-9a-f]{12}", name), name
+    assert re.fullmatch(r"\d{8}T\d{6}\.\d{3}Z-[0-9a-f]{8}-[0-9a-f]{12}", name), "time, stack, identity: " + name
+    identity = json.loads(on_host("server1", "cat", f"{run}/identity.json"))
+    image_id = on_host("server1", "docker", "image", "inspect", "--format", "{{.Id}}", identity["image"]).strip()
+    assert image_id == outputs["image_ids"]["server1"], "the image the run ran, by its content tag"  # type: ignore[index]
+    assert "--master_port" not in identity["argv"] and identity["argv"][-2:] == ["--output_dir", "/opt/dslab/results/@RUN@"]
     assert str(outputs["training_summary"]).startswith(f"run {name}: server1: dslab: finished steps=20")
 
 
@@ -117,17 +124,20 @@ def test_a_successful_up_reads_as_the_steps_that_took_time_and_the_training_run(
     diagnostics = diagnostics_of(first_up)
     said = command_lines(first_up)
     run = said.get("lab-training-run", [])
-    assert len(run) >= 2 and run[0].startswith(f"this run's results: /var/lib/dslab/{STACK}/runs/"), f"where: {run}"
-    assert run[1].startswith("launching in llm: deepspeed"), f"the run says what it starts: {run}"
+    assert run and run[0].startswith("preflight: every node answers"), f"the preflight first: {run}"
+    where = next((n for n, line in enumerate(run) if line.startswith("this run's results: ")), -1)
+    assert where > 0 and run[where].startswith(f"this run's results: {RESULTS}/"), f"where: {run}"
+    assert re.match(r"run \S+: \{\"argv\":", run[where + 1]), f"what the run is: {run}"
+    assert run[where + 2].startswith("launching in llm: deepspeed"), f"the run says what it starts: {run}"
     assert re.fullmatch(
-        rf"training succeeded; the log is llm:/opt/dslab/run/train\.log, kept in /var/lib/dslab/{STACK}/runs/\S+/train\.log",
+        rf"training succeeded; the log is llm:/opt/dslab/run/train\.log, kept in {RESULTS}/\S+/train\.log when the run ends",
         run[-1],
     ), f"and where its log is: {run[-1]}"
     # Shipping the image takes tens of seconds: it says how far it is, and when it is done.
     ship = said.get("lab-image-server2-ship", [])
     assert ship and ship[-1].startswith(("sent dslab/train:", "dslab/train:")), f"the copy says it is done: {ship}"
     # The preflight reports what it measured. Every other step is done within seconds and says nothing.
-    slow = ("lab-training-run", "lab-training-preflight-check", "lab-image-server2-ship")
+    slow = ("lab-training-run", "lab-image-server2-ship")
     others = {name: lines for name, lines in said.items() if name not in slow}
     assert sum(map(len, others.values())) <= 4, f"quick steps say nothing when they succeed:\n{others}"
     # Ours say "warning:"; DeepSpeed's own "[WARNING]" about running on CPU is the training log's.
@@ -192,8 +202,10 @@ def test_a_container_deleted_behind_our_back_is_made_again_by_a_plain_up_with_ne
     )  # fmt: skip
     assert hostname.strip() == "server2", "the mesh ran again: the new container's keys are trusted"
     stack.pulumi("preview", "--expect-no-changes")
-    # A new container runs training again, into a new directory: the first run's results stay.
-    run_directory(stack)
+    # The run of these inputs finished: a new container does not train it again, it reports it.
+    assert f"run {RUNS[-1].rsplit('/', 1)[-1]} has these inputs and finished: nothing to train" in up
+    assert stack.outputs()["training_results"]["server1"] == RUNS[-1]  # type: ignore[index]
+    assert stack.outputs()["training_status"] == "succeeded"
 
 
 def test_a_restarted_engine_brings_the_container_back_as_it_was(stack: Stack) -> None:
@@ -215,7 +227,7 @@ def test_changing_a_training_argument_reruns_only_training(stack: Stack) -> None
 
     stack.pulumi("config", "set", "--path", "training.workload.args[1]", "25")
     changed = set(stack.preview_changes())
-    assert changed == {"lab-training-preflight-check", "lab-training-run"}, f"only the launch changes: {changed}"
+    assert changed == {"lab-training-run"}, f"only the run changes: {changed}"
 
     stack.pulumi("up", "--yes")
     after = stack.outputs()
@@ -330,7 +342,7 @@ def test_destroy_after_a_container_removed_by_hand_leaves_nothing_on_any_host(st
     on_host("server2", "docker", "rm", "--force", "llm")
     destroyed = stack.pulumi("destroy", "--yes")
     for host in ("server1", "server2", "server3"):
-        kept = f"{host}: the results of every run stay in /var/lib/dslab/{STACK}/runs (training.results_on_destroy: keep)"
+        kept = f"{host}: the results of every run stay in {RESULTS} (training.results_on_destroy: keep)"
         assert kept in destroyed, destroyed[-3000:]
     for run in RUNS:
         on_host("server1", "test", "-f", f"{run}/result.json")  # the user's results are not ours to delete

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from components.render.results import default_results_dir
 from harness.stack_project import Stack
 from tests.support.faults import (
     HOSTS, LOGS, TIMINGS, assert_trained_across_both, attempt, container, fault_stack,
@@ -85,14 +86,21 @@ def trains_again_after(scenario: str, stack: Stack) -> None:
 RESUMED_STEPS = 1000
 """A run long enough (~1 min here) to be cut after its first checkpoints (train_tiny.py saves one
 every 50 steps into the run's directory)."""
-RESULTS = f"/var/lib/dslab/{STACK}/runs"
+RESULTS = default_results_dir("dslab", STACK)
 
 
 def checkpointed_step() -> int:
-    """The step of the newest checkpoint of the last run started, as the manager's disk holds it."""
+    """The step of the newest checkpoint of the last run started that both hosts hold marked
+    complete (train_tiny.py saves one every 50 steps into the run's directory), or 0."""
     name = on_host("server1", "cat", f"{RESULTS}/last-run", check=False).strip()
-    latest = on_host("server1", "cat", f"{RESULTS}/{name}/checkpoints/latest", check=False).strip() if name else ""
-    return int(latest.removeprefix("step")) if latest.startswith("step") else 0
+    if not name:
+        return 0
+    pattern = f"{RESULTS}/{name}/checkpoints/step*/dslab-complete.json"
+    held = [
+        {int(path.rsplit("/", 2)[-2][4:]) for path in on_host(host, "sh", "-c", f"ls {pattern} 2>/dev/null || true").split()}
+        for host in HOSTS
+    ]
+    return max(set.intersection(*held), default=0)
 
 
 def test_a_network_cut_during_training_fails_up_within_a_bounded_time_and_the_next_up_resumes(stack: Stack) -> None:

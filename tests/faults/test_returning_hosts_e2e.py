@@ -16,6 +16,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from components.render.results import default_results_dir
 from harness.stack_project import Stack
 from tests.support.faults import CONTAINER, attempt, container, fault_stack, set_long_run, timed, up
 from tests.support.sim_hosts import address, host_fault, on_host
@@ -65,7 +66,7 @@ def assert_set_up_as_the_stack_says(stack: Stack, names: dict[str, str] | None =
             on_host(host, "docker", "image", "inspect", "--format", "{{.Id}}", str(image_ids[name])).strip()
             == image_ids[name]
         )
-        on_host(host, "test", "-w", f"/var/lib/dslab/{STACK}/runs")  # fails unless there and writable
+        on_host(host, "test", "-w", default_results_dir("dslab", STACK))  # fails unless there and writable
         assert container(host)["State"]["Running"]  # type: ignore[index]
         labels = on_host(
             host, "docker", "ps", "--all", "--filter", "label=dslab.owner", "--format", '{{.Label "dslab.host"}}'

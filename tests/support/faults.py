@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import pytest
 import yaml
 
+from components.render.results import default_results_dir
 from harness.pulumi_cli import REPO, PulumiCli, ensure_toolchain
 from harness.stack_project import Stack, project_copy
 from tests.support.sim_hosts import host_fault, hosts_up, inspect, keep_build_cache, on_host
@@ -37,7 +38,7 @@ def fault_stack(
     ensure_toolchain()
     hosts_up(len(HOSTS))
     for host in HOSTS:  # an earlier session's unfinished runs of this stack would be resumed
-        on_host(host, "rm", "-rf", f"/var/lib/dslab/{name}/runs")
+        on_host(host, "rm", "-rf", default_results_dir("dslab", name))
     work = tmp_path_factory.mktemp(f"{name}-e2e")
     cli = PulumiCli(project_dir=project_copy(work, (name, *others)), state_dir=work / "state")
     cli.run("stack", "init", name)

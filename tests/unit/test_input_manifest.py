@@ -48,7 +48,9 @@ def model_and_data(root: Path) -> list[Path]:
 
 def test_the_manifest_names_every_file_of_every_input_with_its_size_and_digest(tmp_path: Path, env: dict[str, str]) -> None:
     inputs = model_and_data(tmp_path)
-    files = ask(env, tmp_path / "runs", inputs).inputs["server1"]
+    facts = ask(env, tmp_path / "runs", [*inputs, tmp_path / "not-copied-here"])
+    files = facts.inputs["server1"]
+    assert facts.inputs_absent == {"server1": {2}}, "the input check names it"
     assert [(file.input, file.path, file.size) for file in files] == [
         (0, "config.json", 19), (0, "sub/tokenizer.json", 2), (0, "weights.bin", 2 * 1024 * 1024), (1, "alpaca.json", 2),
     ]  # fmt: skip
