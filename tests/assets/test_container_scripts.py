@@ -8,7 +8,9 @@ a container's interfaces. The real image is proven by the e2e tests.
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -186,6 +188,44 @@ def test_background_returns_at_once_and_the_status_follows_the_run(
         go.touch()
     assert wait_for_status(workdir) == "failed rc=5\n"
     assert (workdir / "train.log").read_text() == "done\n"
+
+
+def recorded_in_background(workdir: Path, record: Path, command: str) -> subprocess.CompletedProcess[str]:
+    """run-deepspeed.sh in the background with the run's directory RECORD, running COMMAND."""
+    result = run(
+        RUN_DEEPSPEED, "--workdir", workdir, "--log", "train.log", "--status", "status", "--record", record,
+        "--background", "--", "sh", "-c", command,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return result
+
+
+def test_the_run_writes_its_own_end_into_its_directory_in_the_background_too(workdir: Path) -> None:
+    record = workdir / "results/run1"
+    recorded_in_background(workdir, record, "echo dslab: finished steps=1")
+    assert wait_for_status(workdir) == "succeeded\n"
+    deadline = time.monotonic() + 10
+    while not (record / "finished").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert (record / "status").read_text() == "succeeded\n", "beside its results, where it outlives the container"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\n", (record / "finished").read_text())
+    assert (record / "train.log").read_text() == "dslab: finished steps=1\n", "the log, kept when the run ended"
+    assert not list(record.glob("*.tmp")), "each file written whole"
+
+
+def test_a_stopped_run_says_so_itself_and_takes_its_command_with_it(workdir: Path) -> None:
+    record = workdir / "results/run1"
+    result = recorded_in_background(workdir, record, "echo started; sleep 300")
+    pid = int(result.stdout.strip().removeprefix("pid="))
+    deadline = time.monotonic() + 10
+    while "started" not in (workdir / "train.log").read_text() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGTERM)  # what the next run's stop sends
+    assert wait_for_status(workdir) == "stopped: by TERM\n"
+    assert (record / "status").read_text() == "stopped: by TERM\n" and not (record / "finished").exists()
+    assert "started" in (record / "train.log").read_text()
+    left = subprocess.run(["pgrep", "-f", "sleep 300"], capture_output=True, text=True).stdout.split()
+    assert not left, "the run's command went with it"
 
 
 def test_a_second_run_is_refused_while_the_first_holds_the_lock(workdir: Path) -> None:

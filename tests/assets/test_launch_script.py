@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 from components.hosts.host_script import script_text
+from components.paths import ASSETS_DIR
 from components.steps.deepspeed_launch import launch_spec
 from tests.assets.test_place_files import STAND_IN_DOCKER
 
@@ -172,3 +173,31 @@ def test_an_unfinished_run_with_a_checkpoint_goes_on_in_its_directory_unless_res
     (tmp_path / "results" / again_name / "checkpoint-20").mkdir()
     never = launch(tmp_path, "run", resume="never")
     assert json.loads(never.stdout.splitlines()[-1])["run"] != again_name and "resuming" not in never.stderr
+
+
+# `docker exec` answers that a rank is saving for the first two looks, then that none is.
+SAVING_DOCKER = """#!/bin/bash
+case "$*" in
+  "container inspect"*) exit 0 ;;
+  *dslab-saving*)
+    looks=$(( $(cat "$0.looks" 2>/dev/null || echo 0) + 1 ))
+    echo "$looks" >"$0.looks"
+    [[ $looks -le 2 ]] ;;
+  *pkill*) echo "$*" >>"$0.stopped"; exit 1 ;;
+esac
+"""
+
+
+def test_a_stop_lets_a_checkpoint_being_saved_finish_first(tmp_path: Path) -> None:
+    docker = tmp_path / "docker"
+    docker.write_text(SAVING_DOCKER)
+    docker.chmod(0o755)
+    script = (ASSETS_DIR / "host/lib/run-stop.sh").read_text() + "stop_run_in llm\n"
+    stopped = subprocess.run(
+        ["bash", "-c", script], capture_output=True, text=True, timeout=30,
+        env={"PATH": f"{tmp_path}:/usr/bin:/bin"},
+    )  # fmt: skip
+    assert stopped.returncode == 0, stopped.stderr
+    assert stopped.stderr == "waiting for the checkpoint being saved in llm before stopping the run\n"
+    assert (tmp_path / "docker.looks").read_text() == "3\n", "it looked until the save ended"
+    assert (tmp_path / "docker.stopped").read_text() == "exec llm pkill -f deepspeed\n", "then stopped the run"
