@@ -9,6 +9,7 @@ the manager, loss curve copied back here), then a no-change preview and a destro
 
 from __future__ import annotations
 
+import base64
 import json
 import shlex
 import subprocess
@@ -21,7 +22,7 @@ import pytest
 from components.render.results import default_results_dir
 from tests.support.pulumi_output import change_counts
 from tests.support.sim_hosts import SSH_CONFIG, host_fault, hosts_up, keep_build_cache, on_host
-from harness.pulumi_cli import PulumiCli, ensure_toolchain
+from harness.pulumi_cli import REPO, PulumiCli, ensure_toolchain
 from harness.stack_project import Stack, project_copy
 from tests.support.tiny_llamafactory import DATASETS, INPUTS, MODEL, TINY_LORA_SFT
 
@@ -135,6 +136,16 @@ def test_a_second_up_changes_nothing_and_a_lost_copy_of_the_curve_comes_back(sta
     assert {what: n for what, n in changes.items() if what != "unchanged"} == {"updated": 1}, (
         f"only the local copy changed; training did not run again: {changes}"
     )
+    # The copy reads the file on the host: the picture is nowhere in the state.
+    state = stack.cli.run("stack", "export", "--stack", STACK).stdout
+    picture = plot.read_bytes()
+    assert base64.b64encode(picture[:48]).decode()[:60] not in state
+    STATE_SIZES.parent.mkdir(parents=True, exist_ok=True)
+    STATE_SIZES.write_text(json.dumps({"state_bytes": len(state), "loss_curve_bytes": len(picture)}) + "\n")
+
+
+STATE_SIZES = REPO / "bench" / "out" / "state_size.json"
+"""The state's size after a run with its loss curve, and the curve's (figures for the notes)."""
 
 
 FIRST_RUN: list[str] = []
