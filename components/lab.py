@@ -258,6 +258,7 @@ class Lab(pulumi.ComponentResource):
         )
 
     def _create_results_store(self, name: str, owner: str) -> ResultsStore:
+        operator = self.config.operator
         return ResultsStore(
             f"{name}-results",
             ResultsStoreArgs(
@@ -270,6 +271,9 @@ class Lab(pulumi.ComponentResource):
                     for node in self.nodes
                 },
                 on_destroy=self.config.training.results_on_destroy,
+                stack_file=f"Pulumi.{owner.rsplit('/', 1)[-1]}.yaml",
+                destinations={host.name: ssh_destination(host) for host in self.config.hosts},
+                ssh_options=tuple(docker_ssh_opts(private_key_file(operator), operator.known_hosts_path)),
                 stack_tag=stack_tag(owner),
                 emptied_dirs=emptied_dirs(self.config, owner),
                 after=self.claims.resources,
@@ -292,8 +296,8 @@ class Lab(pulumi.ComponentResource):
         # The model and datasets must be on the host before `docker run --volume` (which
         # would make empty directories in their place).
         # The results directory's step too: deleted after the container, it may remove its runs.
-        host_steps = [self.inputs.per_host[host_name]] if self.inputs is not None else []
-        host_steps.append(self.results.per_host[host_name])
+        prepared: list[pulumi.Resource] = [self.inputs.per_host[host_name]] if self.inputs is not None else []
+        prepared.append(self.results.per_host[host_name])
         return NodeContainer(
             f"{name}-{host_name}",
             NodeContainerArgs(
@@ -304,7 +308,7 @@ class Lab(pulumi.ComponentResource):
                 swarm_node=self.swarm.node_ids[host_name] if self.swarm is not None else None,
             ),
             pulumi.ResourceOptions(
-                parent=self, depends_on=[*network, image, *host_steps], providers=[self.engines[host_name]]
+                parent=self, depends_on=[*network, image, *prepared], providers=[self.engines[host_name]]
             ),
         )
 

@@ -3,9 +3,12 @@
 #   make RESULTS                          makes it (the step's create) and marks the step's
 #                                         generation (host/lib/step-mark.sh); the hosts'
 #                                         probe reads the directory itself
+#   forget                                the step's delete: its mark goes; the runs are
+#                                         released by the operator's step
+#                                         (assets/operator/results-release.sh), which reads
+#                                         the setting in force then
 #   release keep|remove RESULTS STACK_TAG [DIR...]
-#                                         the step's delete (pulumi destroy, or the host left
-#                                         the lab). keep: says where the runs stay. remove:
+#                                         keep: says where the runs stay. remove:
 #                                         removes the run directories this stack made there
 #                                         (<UTC time>-STACK_TAG-<inputs key>,
 #                                         deepspeed-launch.sh) and the last-run file when it
@@ -38,5 +41,5 @@ case ${1:-} in
     for dir in "$@"; do rmdir -- "$dir" 2>/dev/null || true; done
     echo "$host: removed $runs run(s) from $results (training.results_on_destroy: remove)" >&2
     ;;
-  *) echo "usage: results-dir.sh make RESULTS | release keep|remove RESULTS STACK_TAG [DIR...]" >&2; exit 64 ;;
+  *) echo "usage: results-dir.sh make RESULTS | forget | release keep|remove RESULTS STACK_TAG [DIR...]" >&2; exit 64 ;;
 esac

@@ -375,9 +375,10 @@ class TrainingConfig(FrozenModel):
     resume: Literal["auto", "never"] = Field(
         default="auto",
         description=(
-            "auto: when the last run of the same training inputs did not finish and left a "
-            "checkpoint, the next run goes on from it, in its directory; never: every run starts "
-            "over in a new directory. Default auto."
+            "auto: when the last run of this stack with the same identity (what changes its "
+            "result) finished, it is reported, not trained again; when it did not finish and left "
+            "a checkpoint, the next run goes on from the newest one every node holds whole, in its "
+            "directory; never: every run starts over in a new directory. Default auto."
         ),
     )
     results_dir: AbsolutePath | None = Field(
@@ -385,7 +386,7 @@ class TrainingConfig(FrozenModel):
         description=(
             "Where each run gets its own directory on every host (mounted into the containers): "
             "outputs, checkpoints, the adapter. Deleted only as results_on_destroy says. Default "
-            "/var/lib/dslab/<stack>/runs."
+            "/var/lib/dslab/<project>/<stack>/runs."
         ),
         examples=["/srv/dslab/runs"],
     )
@@ -393,8 +394,8 @@ class TrainingConfig(FrozenModel):
         default="keep",
         description=(
             "keep: pulumi destroy leaves every run's directory on the hosts; remove: destroy (or "
-            "a host leaving the lab) removes the run directories the stack made under "
-            "results_dir, and anything else there stays. Default keep."
+            "a host leaving the lab) removes the run directories this stack made under "
+            "results_dir; another stack's runs and anything else there stay. Default keep."
         ),
     )
     socket_ifname: InterfaceName | None = Field(

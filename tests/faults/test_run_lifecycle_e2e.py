@@ -2,7 +2,8 @@
 stops a run (how it is watched changes while it goes, and it goes on to its end), the run writes
 its own end and `up` reads it (a background run that finished reads succeeded; `wait: true` after
 it trains nothing), and runs belong to their stack (project A's unfinished run is neither resumed
-nor removed by project B's stack of the same name on the same hosts and results directory).
+nor removed by project B's stack of the same name on the same hosts and results directory, whose
+destroy follows `results_on_destroy` as the stack file says at that moment).
 
 The tests share the stacks and run in file order.
 """
@@ -139,13 +140,15 @@ def test_another_projects_stack_starts_its_own_run_and_removes_only_its_own(stac
     (project_b.cli.project_dir / f"Pulumi.{STACK}.yaml").write_text(
         (stack.cli.project_dir / f"Pulumi.{STACK}.yaml").read_text()
     )
-    project_b.merge_config({"training": {"results_on_destroy": "remove"}})
+    project_b.merge_config({"training": {"results_on_destroy": "keep"}})
     output = up(project_b)
     b_run = str(project_b.outputs()["training_results"]["server1"]).rsplit("/", 1)[-1]  # type: ignore[index]
     assert "resuming" not in output and b_run != a_run, output[-3000:]
     assert b_run.rsplit("-", 1)[-1] == a_run.rsplit("-", 1)[-1], "the same inputs: the same identity key"
     assert b_run.split("-")[-2] != a_run.split("-")[-2], "but another stack's tag"
 
+    # `remove` set with no `up` after it: destroy runs no program, and reads the stack file.
+    project_b.merge_config({"training": {"results_on_destroy": "remove"}})
     code, destroyed = attempt(project_b, "destroy", "--yes")
     assert code == 0, destroyed[-3000:]
     assert f"server1: removed 1 run(s) from {RESULTS}" in destroyed, destroyed[-3000:]

@@ -34,6 +34,7 @@ from tests.support.recording_mocks import (
     script_body,
     script_args,
     step_generation,
+    unsecret,
 )
 
 
@@ -350,17 +351,31 @@ def test_overlay_mtu_arithmetic() -> None:
     assert driver_mtu_option(1450) == 1500, "docker gives containers 50 less than its option"
 
 
+def release_args(recorded: Any) -> list[str]:
+    """results-release.sh's arguments, as the release's delete runs it."""
+    words = shlex.split(str(recorded.inputs["delete"]))
+    assert words[:2] == ["bash", str(REPO / "assets/operator/results-release.sh")], words
+    return words[2:]
+
+
 @pulumi.runtime.test
-def test_the_results_directories_stay_at_destroy_unless_the_stack_says_remove(mocks: RecordingMocks) -> Any:
+def test_the_results_directories_are_released_at_destroy_as_the_stack_file_says_then(mocks: RecordingMocks) -> Any:
     lab = build_dev_lab()
 
     def check(_: Any) -> None:
         results = mocks.resources["lab-results-server2"]
         assert host_script_of(results) == "host/results-dir.sh"
         assert script_args(results) == ["make", "/var/lib/dslab/dslab/dev/runs"]
-        assert script_args(results, "delete") == ["release", "keep", "/var/lib/dslab/dslab/dev/runs", STACK_TAG], (
-            "kept by default"
-        )
+        assert script_args(results, "delete") == ["forget"], "the host's step removes nothing"
+        release = mocks.resources["lab-results-server2-release"]
+        assert release.type == LOCAL_COMMAND and "create" not in release.inputs
+        args = release_args(release)
+        assert args[:7] == [
+            "Pulumi.dev.yaml", "keep", "server2", "root@10.0.18.2:22", "/var/lib/dslab/dslab/dev/runs", STACK_TAG,
+            "/var/lib/dslab/dslab/dev/runs",
+        ], "the stack file read at destroy; keep as applied by this up, when it cannot be read"  # fmt: skip
+        assert "StrictHostKeyChecking=yes" in args, "over ssh with strict host keys"
+        assert script_body(unsecret(release.inputs["stdin"])) == script_text("host/results-dir.sh")
 
     return everything_registered(lab).apply(check)
 
@@ -383,8 +398,9 @@ def test_remove_takes_the_runs_and_only_the_default_directories_left_empty(
 
     def check(_: Any) -> None:
         where = results_dir or "/var/lib/dslab/dslab/dev/runs"
-        assert script_args(mocks.resources["lab-results-server1"], "delete") == [
-            "release", "remove", where, STACK_TAG, *emptied
+        args = release_args(mocks.resources["lab-results-server1-release"])
+        assert args[:args.index("--")] == [
+            "Pulumi.dev.yaml", "remove", "server1", "root@10.0.18.1:22", where, STACK_TAG, *emptied
         ], "this stack's runs only"  # fmt: skip
 
     return everything_registered(lab).apply(check)
