@@ -242,6 +242,10 @@ def test_after_an_engine_restart_training_relaunches_and_nothing_else_changes(st
     assert manager_logs_in_to("server2")
     stack.pulumi("refresh", "--yes", "--expect-no-changes")
 
+    # The run finished before the restart: a plain `up` reports it; training it again is asked
+    # for (every run starts over, and the run's step made anew).
+    finished = stack.outputs()["training_results"]
+    stack.merge_config({"training": {"resume": "never"}})
     launch = stack.urn_of("lab-training-run")
     changed = set(stack.preview_changes("--replace", launch))
     assert changed == {"lab-training-run"}, f"a relaunch changes nothing else: {changed}"
@@ -250,6 +254,7 @@ def test_after_an_engine_restart_training_relaunches_and_nothing_else_changes(st
     LOGS.append(up_output)
     timed("engine restart", "training relaunch (up --replace)", started)
     assert {host: container(host)["Id"] for host in HOSTS} == before
+    assert "launching in llm: deepspeed" in up_output and stack.outputs()["training_results"] != finished
     assert_trained_across_both(stack)
 
 
