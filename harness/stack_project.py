@@ -3,8 +3,11 @@ writes each stack's secrets salt into its config file, and the checkout's files 
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
+import subprocess
+import tarfile
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +36,32 @@ def project_copy(work: Path, stacks: tuple[str, ...] = ("dev",), lab: SimLab | N
         (project / name).symlink_to(REPO / name)
     (project / OPERATOR_FILES).symlink_to(lab.state_dir(REPO))
     return project
+
+
+CODE = ("Pulumi.yaml", "__main__.py", "components", "assets")
+"""The program's own files, which use_code swaps."""
+
+
+def use_code(project: Path, commit: str | None) -> None:
+    """The project's program: the release's (`commit`), or this checkout's (None), copied into
+    the project as a user's checkout would change in place (the program's own paths, which
+    the image's build context names, stay the same)."""
+    for name in CODE:
+        path = project / name
+        if path.is_symlink() or path.is_file():
+            path.unlink()
+        elif path.exists():
+            shutil.rmtree(path)
+    if commit is None:
+        for name in CODE:
+            if (REPO / name).is_dir():
+                shutil.copytree(REPO / name, project / name, ignore=shutil.ignore_patterns("__pycache__"))
+            else:
+                shutil.copy(REPO / name, project / name)
+        return
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", commit, *CODE], capture_output=True, check=True)
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        tar.extractall(project, filter="tar")
 
 
 def dev_stack_for(lab: SimLab) -> str:

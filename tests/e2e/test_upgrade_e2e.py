@@ -10,49 +10,22 @@ swapped for this checkout's, on the same stack and state.
 
 from __future__ import annotations
 
-import io
 import re
-import shutil
 import subprocess
-import tarfile
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from harness.pulumi_cli import REPO, PulumiCli, ensure_toolchain
-from harness.stack_project import Stack, project_copy
+from harness.stack_project import Stack, project_copy, use_code
 from tests.support.sim_hosts import hosts_up, inspect, on_host
 
 pytestmark = [pytest.mark.e2e, pytest.mark.program]
 
 RELEASE = "eb60724f66f1f137f431e9497235d8250d09c7fc"
 """The last release that gave container addresses by the host's place in the list."""
-CODE = ("Pulumi.yaml", "__main__.py", "components", "assets")
 HOSTS = ("server1", "server2")
 STACK = "dev"
-
-
-def use_code(project: Path, commit: str | None) -> None:
-    """The project's program: the release's (`commit`), or this checkout's (None), copied into
-    the project as a user's checkout would change in place (the program's own paths, which
-    the image's build context names, stay the same)."""
-    for name in CODE:
-        path = project / name
-        if path.is_symlink() or path.is_file():
-            path.unlink()
-        elif path.exists():
-            shutil.rmtree(path)
-    if commit is None:
-        for name in CODE:
-            if (REPO / name).is_dir():
-                shutil.copytree(REPO / name, project / name, ignore=shutil.ignore_patterns("__pycache__"))
-            else:
-                shutil.copy(REPO / name, project / name)
-        return
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", commit, *CODE], capture_output=True, check=True)
-    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-        tar.extractall(project, filter="tar")
 
 
 @pytest.fixture(scope="module")
