@@ -21,11 +21,11 @@ host=${DSLAB_HOST:-this host}
 
 case ${1:-} in
   make) mkdir -p "$2" && mark_host results ;;
+  forget) unmark_host results ;;
   release)
     mode=$2 results=$3 stack_tag=$4
     shift 4
     run_name="[0-9]{8}T[0-9]{6}[.][0-9]{3}Z-$stack_tag-[0-9a-f]{12}"
-    unmark_host results
     if [[ $mode == keep ]]; then
       echo "$host: the results of every run stay in $results (training.results_on_destroy: keep)" >&2
       exit 0

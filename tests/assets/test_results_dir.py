@@ -53,3 +53,14 @@ def test_remove_takes_the_stacks_runs_and_leaves_what_else_is_there(tmp_path: Pa
     assert again.stderr == f"server2: removed 0 run(s) from {runs} (training.results_on_destroy: remove)\n", (
         "a second destroy finds nothing"
     )
+
+
+def test_forget_removes_only_the_steps_mark(tmp_path: Path) -> None:
+    runs = tmp_path / "dslab/dev/runs"
+    assert results_dir("make", str(runs), home=tmp_path).returncode == 0
+    mark = tmp_path / ".dslab/steps/results.gen"
+    assert mark.is_file(), "make leaves the step's generation"
+    (runs / RUN).mkdir()
+    forgot = results_dir("forget", home=tmp_path)
+    assert forgot.returncode == 0 and forgot.stderr == "", forgot.stderr
+    assert not mark.exists() and (runs / RUN).is_dir(), "the runs are the operator's step's to release"
