@@ -53,7 +53,9 @@ def main() -> None:
             )  # fmt: skip
         for run in range(1, args.runs + 1):
             workload = {**TINY_LORA_SFT, "args": {**TINY_LORA_SFT["args"], "max_steps": 5 + run, "plot_loss": True}}
-            stack.merge_config({"training": {"launch": True, "workload": workload}})
+            stack.merge_config(
+                {"training": {"launch": True, "workload": workload, "deepspeed": {"zero_stage": 2, "precision": "fp32"}}}
+            )
             stack.pulumi("up", "--yes")
             exported = cli.run("stack", "export", "--stack", "state").stdout
             curve = Path(str(stack.outputs().get("training_loss_plot") or ""))
