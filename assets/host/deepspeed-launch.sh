@@ -144,20 +144,21 @@ has_checkpoint() {
   [[ -f "$1/checkpoints/latest" ]] || compgen -G "$1/checkpoint-*/" >/dev/null
 }
 
-# NAME's status as its run wrote it (running, succeeded, failed, stopped), `stopped` for a run
-# that says running but is gone (its container was stopped or made anew), `none` for no run.
+# NAME's status as its run wrote it (running, succeeded, failed, stopped): a run that wrote none
+# yet (starting) or says running counts while run-deepspeed.sh is in CONTAINER, else `stopped`
+# (its container was stopped or made anew); `none` for no run. The same rule as the hosts'
+# probe (host-facts.sh's last_run, components.hosts.probe.LastRun): what this step reports is
+# compared with what the probe reads.
 run_state() {
   local container=$1 results=$2 name=$3 state
   [[ -n "$name" && -d "$results/$name" ]] || { echo none; return 0; }
   state=$(head -n 1 "$results/$name/status" 2>/dev/null || true)
   state=${state%%:*}
   state=${state%% *}
-  if [[ -z "$state" ]]; then
+  if [[ -z "$state" ]] && finished "$results/$name"; then state=succeeded; fi
+  if [[ -z "$state" || $state == running ]]; then
     state=stopped
-    if finished "$results/$name"; then state=succeeded; fi
-  fi
-  if [[ $state == running ]] && ! docker exec "$container" pgrep -f 'run-deepspeed[.]sh' >/dev/null 2>&1; then
-    state=stopped
+    if docker exec "$container" pgrep -f 'run-deepspeed[.]sh' >/dev/null 2>&1; then state=running; fi
   fi
   echo "$state"
 }

@@ -24,8 +24,8 @@
 #   run NAME STATUS    the last run started here (RESULTS/last-run) and the first word of
 #                      the status it wrote in its directory (running, succeeded, failed,
 #                      stopped; finished by an earlier release: succeeded; none written: none)
-#   run-alive          when that run says running and run-deepspeed.sh is in a running
-#                      container of the stack here
+#   run-alive          when that run says running (or nothing yet) and run-deepspeed.sh is
+#                      in a running container of the stack here
 #   run-reported NAME STATE
 #                      what the training step last reported (deepspeed-launch.sh)
 #   input I SIZE SHA256 PATH
@@ -134,7 +134,8 @@ last_run() {
   state=${state%% *}
   if [[ -z $state && -e "$results/$name/finished" ]]; then state=succeeded; fi
   echo "run $name ${state:-none}"
-  if [[ $state == running ]]; then
+  # The same rule as deepspeed-launch.sh's run_state: the step's report is compared with this.
+  if [[ -z $state || $state == running ]]; then
     for id in $running; do
       if docker exec "$id" pgrep -f 'run-deepspeed[.]sh' >/dev/null 2>&1; then echo run-alive; fi
     done

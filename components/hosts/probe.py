@@ -75,9 +75,12 @@ class LastRun:
 
     @property
     def state(self) -> str:
-        """The status, `stopped` for a run that says running but is gone (its container
-        stopped or made anew)."""
-        return "stopped" if self.status in ("running", "none") and not self.alive else self.status
+        """The status; a run that says running, or nothing yet (starting), is `running` while
+        run-deepspeed.sh is there and `stopped` when gone (its container stopped or made anew).
+        The same rule as deepspeed-launch.sh's run_state: the step's report is compared with it."""
+        if self.status in ("running", "none"):
+            return "running" if self.alive else "stopped"
+        return self.status
 
 
 @dataclass(frozen=True)

@@ -88,16 +88,24 @@ def test_the_first_file_that_differs_is_named_and_the_same_copies_pass() -> None
     assert inputs_digest({"server2": reference}, "server1") == manifest_digest(reference)
 
 
-def test_the_last_runs_status_is_the_runs_and_one_that_says_running_but_is_gone_is_stopped(tmp_path: Path, env: dict[str, str]) -> None:
-    results = tmp_path / "runs"
+def last_run_in(results: Path, status: str) -> Path:
+    """RESULTS with one run, the last started, whose status file says STATUS."""
     run = results / "20261206T093000.123Z-0a1b2c3d-0123456789ab"
     run.mkdir(parents=True)
     (results / "last-run").write_text(run.name + "\n")
-    (run / "status").write_text("running\n")
+    (run / "status").write_text(f"{status}\n")
+    return run
+
+
+def test_the_last_runs_status_is_the_runs_and_one_that_says_running_but_is_gone_is_stopped(tmp_path: Path, env: dict[str, str]) -> None:
+    results = tmp_path / "runs"
+    run = last_run_in(results, "running")
     facts = ask(env, results, [])
     assert facts.last_runs["server1"].state == "stopped", "no run-deepspeed.sh in the container"
     (tmp_path / "bin" / "docker.run-alive").touch()
     assert ask(env, results, []).last_runs["server1"].state == "running"
+    (run / "status").write_text("")
+    assert ask(env, results, []).last_runs["server1"].state == "running", "starting: no status written yet"
     (run / "status").write_text("failed rc=1\n")
     assert ask(env, results, []).last_runs["server1"].state == "failed"
     os.remove(run / "status")
@@ -107,10 +115,7 @@ def test_the_last_runs_status_is_the_runs_and_one_that_says_running_but_is_gone_
 
 def test_the_run_is_reported_again_when_its_status_changed_since_it_was_last_reported(tmp_path: Path, env: dict[str, str]) -> None:
     results = tmp_path / "runs"
-    run = results / "20261206T093000.123Z-0a1b2c3d-0123456789ab"
-    run.mkdir(parents=True)
-    (results / "last-run").write_text(run.name + "\n")
-    (run / "status").write_text("succeeded\n")
+    run = last_run_in(results, "succeeded")
     steps = Path(env["HOME"]) / ".dslab" / "steps"
     steps.mkdir(parents=True)
     (steps / "run-report.seen").write_text(f"{run.name} running\n")
