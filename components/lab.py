@@ -21,6 +21,7 @@ from components.render.container_spec import container_spec
 from components.hosts.host_steps import HostSteps, image_verdict, results_verdict, run_report_verdict, swarm_verdict
 from components.hosts.input_manifest import InputsDiffer, check_same_inputs, inputs_digest
 from components.hosts.probe import read_host_facts
+from components.hosts.results_mount import ResultsMount, results_mount
 from components.hosts.renames import taken_over_from_old_names
 from components.hosts.engines import docker_ssh_opts, host_engine, operator_ssh_line, private_key_file, ssh_destination
 from components.steps.deepspeed_launch import RUN_FILES_STEP, RUN_REPORT_STEP, DeepSpeedLaunch, DeepSpeedLaunchArgs
@@ -128,11 +129,21 @@ class Lab(pulumi.ComponentResource):
         self.image = self._create_image(name)
         self.inputs = self._create_input_check(name)
         self.results = self._create_results_store(name, owner)
-        self.containers = {host.name: self._create_container(name, host.name, owner) for host in config.hosts}
-        self.mesh = self._create_mesh(name)
+        self.owner = owner
         self.run = run_files(config, self.plan)
         self.hostfile = self.run.hostfile
-        self.owner = owner
+        self.identity = run_identity(
+            argv=self.run.argv,
+            ds_config=self.run.ds_config,
+            dataset_info=self.run.dataset_info,
+            hostfile=self.run.hostfile,
+            image=self.image_sources[IMAGE_STEP].tag,
+            inputs=self.inputs_digest,
+        )
+        self.run_suffix = run_suffix(owner, identity_key(self.identity))
+        self.results_mount = self._results_mount()
+        self.containers = {host.name: self._create_container(name, host.name, owner) for host in config.hosts}
+        self.mesh = self._create_mesh(name)
         self.launch = self._create_launch(name) if config.training.launch else None
         self.loss_plot = self._create_loss_plot_copy(name, project_dir)
         self._register()
@@ -153,6 +164,18 @@ class Lab(pulumi.ComponentResource):
         except InputsDiffer as error:
             raise pulumi.RunError(f"{NAMESPACE}:training.workload: {error}") from None
         return inputs_digest(manifests, config.manager.name)
+
+    def _results_mount(self) -> ResultsMount:
+        """training.results_dir, or the directory the containers mount while the run going there
+        goes on (components.hosts.results_mount): said, since the setting waits."""
+        mount = results_mount(self.facts, self.config.manager.name, self.results_dir, self.run_suffix)
+        if mount.kept_for:
+            pulumi.log.warn(
+                f"training.results_dir: run {mount.kept_for} is still going in {mount.directory}; the containers "
+                f"keep that directory until it ends, and the first up after it moves them to {self.results_dir} "
+                "(nothing but a new run stops a run)"
+            )
+        return mount
 
     def _create_swarm(self, name: str) -> Swarm:
         manager = self.config.manager
@@ -302,7 +325,9 @@ class Lab(pulumi.ComponentResource):
             f"{name}-{host_name}",
             NodeContainerArgs(
                 host_name=host_name,
-                spec=container_spec(self.config, host, self.image.tag, owner, self.plan),
+                spec=container_spec(
+                    self.config, host, self.image.tag, owner, self.plan, results_dir=self.results_mount.directory
+                ),
                 image_id=self.image.ids[host_name],
                 network_id=self.network.network_id if self.network is not None else None,
                 swarm_node=self.swarm.node_ids[host_name] if self.swarm is not None else None,
@@ -344,14 +369,6 @@ class Lab(pulumi.ComponentResource):
         deepspeed_env = pulumi.Output.from_input(socket_ifname).apply(
             lambda ifname: run_deepspeed_env(config, ifname)
         )
-        identity = run_identity(
-            argv=self.run.argv,
-            ds_config=self.run.ds_config,
-            dataset_info=self.run.dataset_info,
-            hostfile=self.run.hostfile,
-            image=self.image_sources[IMAGE_STEP].tag,
-            inputs=self.inputs_digest,
-        )
         preflight = config.training.preflight
         return DeepSpeedLaunch(
             f"{name}-training",
@@ -373,15 +390,15 @@ class Lab(pulumi.ComponentResource):
                 report_generation=self.host_steps.generation(
                     manager.name, RUN_REPORT_STEP, run_report_verdict(self.facts, manager.name)
                 ),
-                identity=identity_text(identity),
-                run_suffix=run_suffix(self.owner, identity_key(identity)),
+                identity=identity_text(self.identity),
+                run_suffix=self.run_suffix,
                 record=RUN_OUTPUT_DIR,
                 preflight=preflight_call(
                     preflight, workdir=config.training.workload.workdir, run_dir=RUN_DIR, argv=self.run.preflight_argv
                 )
                 if preflight.enabled
                 else None,
-                results_dir=self.results_dir,
+                results_dir=self.results_mount.directory,
                 resume=config.training.resume,
             ),
             pulumi.ResourceOptions(parent=self),
@@ -394,7 +411,7 @@ class Lab(pulumi.ComponentResource):
         # A run draws its curve when it ends: copied once it succeeded (a background run's, by
         # the `up` that finds it so).
         source = pulumi.Output.all(self.launch.run_name, self.launch.status).apply(
-            lambda run_and_status: loss_plot_on_host(self.results_dir, run_and_status[0])
+            lambda run_and_status: loss_plot_on_host(self.results_mount.directory, run_and_status[0])
             if run_and_status[0] and run_and_status[1] == "succeeded"
             else ""
         )
@@ -443,7 +460,7 @@ class Lab(pulumi.ComponentResource):
                 # finished run's outputs, every node its checkpoint shards).
                 "training_resumed_from": self.launch.resumed_from,
                 "training_results": self.launch.run_name.apply(
-                    lambda run: {host.name: f"{self.results_dir}/{run}" for host in self.nodes} if run else {}
+                    lambda run: {host.name: f"{self.results_mount.directory}/{run}" for host in self.nodes} if run else {}
                 ),
             }
             if self.loss_plot is not None:

@@ -44,6 +44,7 @@ set -euo pipefail
 
 PROGRESS_LINES_ON_FAILURE=15
 LAST_RUN="last-run"  # in RESULTS: the name of the last run started
+RUNS_WERE="run-results"  # in HOST_STEP_DIR: the RESULTS of the last run started on this host
 REPORT_STEP="run-report"
 
 launch() {
@@ -73,10 +74,11 @@ launch() {
       stop_run_in "$container"
       if [[ "$resume" == auto ]]; then
         last=$(last_run_of "$results" "$suffix")
+        [[ -n "$last" ]] || last=$(finished_elsewhere "$results" "$suffix")
         if [[ -n "$last" ]] && finished "$results/$last"; then
           name=$last
           echo "run $name has these inputs and finished: nothing to train (training.resume: auto); its results: $results/$name on every host" >&2
-          printf '%s\n' "$name" >"$results/$LAST_RUN"
+          set_last_run "$results" "$name"
           report "$container" "$log" succeeded "$name" "$run_dir" "$results"
           return 0
         fi
@@ -91,7 +93,7 @@ launch() {
         echo "this run's results: $results/$name on every host" >&2
       fi
       echo "run $name: $(tr -d '\n' <"$results/$name/identity.json" 2>/dev/null || echo 'identity unknown')" >&2
-      printf '%s\n' "$name" >"$results/$LAST_RUN"
+      set_last_run "$results" "$name"
       kept_log="$results/$name/train.log"
       start_run "$container" "$workdir" "$log" "$status" "${record//@RUN@/$name}" "$run_dir/hostfile" "$mode" \
         "$stall_timeout" "$kept_log" "${argv[@]//@RUN@/$name}"
@@ -116,9 +118,38 @@ read_words() {
   done
 }
 
-# The last run of RUN_SUFFIX (this stack, these inputs) in RESULTS, if any.
+# The last run of RUN_SUFFIX (this stack, these inputs) in RESULTS, if any (a link to a run
+# kept elsewhere counts: finished_elsewhere).
 last_run_of() {
-  { find "$1" -mindepth 1 -maxdepth 1 -type d -name "*-$2" -printf '%f\n' 2>/dev/null || true; } | sort | tail -n 1
+  { find "$1" -mindepth 1 -maxdepth 1 -xtype d -name "*-$2" -printf '%f\n' 2>/dev/null || true; } | sort | tail -n 1
+}
+
+# set_last_run RESULTS NAME: NAME is the last run, in RESULTS; RESULTS is where this host's runs
+# were, for the run after a change of training.results_dir (finished_elsewhere).
+set_last_run() {
+  printf '%s\n' "$2" >"$1/$LAST_RUN"
+  mkdir -p "$HOST_STEP_DIR"
+  printf '%s\n' "$1" >"$HOST_STEP_DIR/$RUNS_WERE"
+}
+
+# finished_elsewhere RESULTS RUN_SUFFIX: when training.results_dir changed since the last run
+# (the containers then mount RESULTS, made anew), the last run of RUN_SUFFIX where the runs were:
+# one that finished is linked into RESULTS and named (nothing to train again); one that did not
+# stays where it is, with its checkpoints, and a new run starts in RESULTS.
+finished_elsewhere() {
+  local results=$1 suffix=$2 before last
+  before=$(head -n 1 "$HOST_STEP_DIR/$RUNS_WERE" 2>/dev/null || true)
+  [[ -n "$before" && "$before" != "$results" ]] || return 0
+  last=$(last_run_of "$before" "$suffix")
+  [[ -n "$last" ]] || return 0
+  if ! finished "$before/$last"; then
+    echo "run $last, of these inputs, did not finish in $before (training.results_dir before); its checkpoints stay there, and this run starts in $results" >&2
+    return 0
+  fi
+  mkdir -p "$results"
+  ln -sfn -- "$before/$last" "$results/$last"
+  echo "run $last finished in $before (training.results_dir before): linked as $results/$last" >&2
+  echo "$last"
 }
 
 # A new run's directory in RESULTS: `<UTC time, ms>-RUN_SUFFIX`, made here (mkdir fails when

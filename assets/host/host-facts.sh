@@ -21,9 +21,12 @@
 #   image TAG ID       for each of IMAGES (comma-separated tags) this engine holds
 #   results writable|absent|read-only
 #                      the results directory RESULTS, as the containers will mount it
-#   run NAME STATUS    the last run started here (RESULTS/last-run) and the first word of
-#                      the status it wrote in its directory (running, succeeded, failed,
-#                      stopped; finished by an earlier release: succeeded; none written: none)
+#   results-mount DIR  the host directory this stack's container here mounts as its results
+#                      (RESULTS_MOUNT inside): where its runs write, RESULTS until that changed
+#   run NAME STATUS    the last run started here (last-run in the mounted directory, else in
+#                      RESULTS) and the first word of the status it wrote in its directory
+#                      (running, succeeded, failed, stopped; finished by an earlier release:
+#                      succeeded; none written: none)
 #   run-alive          when that run says running (or nothing yet) and run-deepspeed.sh is
 #                      in a running container of the stack here
 #   run-reported NAME STATE
@@ -125,14 +128,26 @@ results_dir() {
   else echo "results writable"
   fi
 }
+RESULTS_MOUNT=/opt/dslab/results  # components.render.results.RESULTS_MOUNT
+results_mount() {
+  [[ -n $ours ]] || return 0
+  # shellcheck disable=SC2086  # one argument per container id
+  docker inspect --format "{{range .Mounts}}{{if eq .Destination \"$RESULTS_MOUNT\"}}{{println .Source}}{{end}}{{end}}" $ours |
+    awk 'NF' | head -n 1
+}
 last_run() {
-  local name state
-  name=$(head -n 1 "$results/last-run" 2>/dev/null) || return 0
-  [[ -n $name && -d "$results/$name" ]] || return 0
-  state=$(head -n 1 "$results/$name/status" 2>/dev/null || true)
+  local name state dir=$results mounted
+  mounted=$(results_mount)
+  if [[ -n $mounted ]]; then
+    echo "results-mount $mounted"
+    dir=$mounted
+  fi
+  name=$(head -n 1 "$dir/last-run" 2>/dev/null) || return 0
+  [[ -n $name && -d "$dir/$name" ]] || return 0
+  state=$(head -n 1 "$dir/$name/status" 2>/dev/null || true)
   state=${state%%:*}
   state=${state%% *}
-  if [[ -z $state && -e "$results/$name/finished" ]]; then state=succeeded; fi
+  if [[ -z $state && -e "$dir/$name/finished" ]]; then state=succeeded; fi
   echo "run $name ${state:-none}"
   # The same rule as deepspeed-launch.sh's run_state: the step's report is compared with this.
   if [[ -z $state || $state == running ]]; then

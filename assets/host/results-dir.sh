@@ -3,7 +3,8 @@
 #   make RESULTS                          makes it (the step's create) and marks the step's
 #                                         generation (host/lib/step-mark.sh); the hosts'
 #                                         probe reads the directory itself
-#   forget                                the step's delete: its mark goes; the runs are
+#   forget                                the step's delete: its mark goes (and the note of
+#                                         where the last run was); the runs are
 #                                         released by the operator's step
 #                                         (assets/operator/results-release.sh), which reads
 #                                         the setting in force then
@@ -11,7 +12,8 @@
 #                                         keep: says where the runs stay. remove:
 #                                         removes the run directories this stack made there
 #                                         (<UTC time>-STACK_TAG-<inputs key>,
-#                                         deepspeed-launch.sh) and the last-run file when it
+#                                         deepspeed-launch.sh; a link to one kept
+#                                         elsewhere: the link) and the last-run file when it
 #                                         names one of them, then each DIR that is left empty
 #                                         (the default directory and its parents). Another
 #                                         stack's runs and anything else in RESULTS stay.
@@ -21,7 +23,8 @@ host=${DSLAB_HOST:-this host}
 
 case ${1:-} in
   make) mkdir -p "$2" && mark_host results ;;
-  forget) unmark_host results ;;
+  # With the step goes the note of where this host's last run was (deepspeed-launch.sh's run-results).
+  forget) rm -f "$HOST_STEP_DIR/run-results" && unmark_host results ;;
   release)
     mode=$2 results=$3 stack_tag=$4
     shift 4
@@ -35,7 +38,7 @@ case ${1:-} in
       while IFS= read -r -d '' run; do
         rm -rf -- "$run"
         runs=$((runs + 1))
-      done < <(find "$results" -mindepth 1 -maxdepth 1 -type d -regextype posix-extended -regex ".*/$run_name" -print0)
+      done < <(find "$results" -mindepth 1 -maxdepth 1 -xtype d -regextype posix-extended -regex ".*/$run_name" -print0)
       if grep -q -E -x "$run_name" "$results/last-run" 2>/dev/null; then rm -f -- "$results/last-run"; fi
     fi
     for dir in "$@"; do rmdir -- "$dir" 2>/dev/null || true; done

@@ -129,6 +129,9 @@ class HostFacts:
     """The overlay's driver MTU as it stands (its dslab.driver-mtu label), where a host sees it."""
     last_runs: dict[str, LastRun] = field(default_factory=dict)
     """Host name -> the last training run started there (the manager's)."""
+    results_mounts: dict[str, str] = field(default_factory=dict)
+    """Host name -> the host directory its container mounts for the runs' results (the
+    results directory it was made with)."""
     reported: dict[str, tuple[str, str]] = field(default_factory=dict)
     """Host name -> (run name, state) the training step last reported there."""
     inputs: dict[str, tuple[InputFile, ...]] = field(default_factory=dict)
@@ -157,7 +160,7 @@ def parse_answers(
     """ask-hosts.sh's lines (`HOST held LABEL ADDRESS`, `HOST in-use ADDRESS HOST_ADDRESS`,
     `HOST mtu N`, `HOST mtu-unknown WHY`, `HOST swarm-node|swarm-manager|swarm-member ...`,
     `HOST image TAG ID`, `HOST results STATE`, `HOST host-step STEP N`, `HOST step STEP N [WHAT]`,
-    `HOST run NAME STATUS`, `HOST run-alive`, `HOST run-reported NAME STATE`, `HOST input I SIZE SHA256 PATH`,
+    `HOST results-mount DIR`, `HOST run NAME STATUS`, `HOST run-alive`, `HOST run-reported NAME STATE`, `HOST input I SIZE SHA256 PATH`,
     `HOST input-absent I`,
     `HOST claimed-by|used-by OWNER`, `HOST host-key-changed`, `HOST unreachable|silent|failed ...`)
     as HostFacts: a host another stack than OWNER holds is a problem."""
@@ -178,6 +181,7 @@ def parse_answers(
     network_driver_mtu: int | None = None
     renamed: dict[str, str] = {}
     last_runs: dict[str, LastRun] = {}
+    results_mounts: dict[str, str] = {}
     reported: dict[str, tuple[str, str]] = {}
     inputs: dict[str, list[InputFile]] = {}
     inputs_absent: dict[str, set[int]] = {}
@@ -220,6 +224,8 @@ def parse_answers(
             step, _, generation = rest.partition(" ")
             if generation.isdigit():
                 host_marks[(host, step)] = int(generation)
+        elif kind == "results-mount":
+            results_mounts[host] = rest
         elif kind == "run":
             name, _, status = rest.partition(" ")
             last_runs[host] = LastRun(name, status)
@@ -287,6 +293,7 @@ def parse_answers(
         network_driver_mtu=network_driver_mtu,
         renamed=renamed,
         last_runs=last_runs,
+        results_mounts=results_mounts,
         reported=reported,
         inputs={host: tuple(files) for host, files in inputs.items()},
         inputs_absent={host: frozenset(absent) for host, absent in inputs_absent.items()},

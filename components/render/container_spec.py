@@ -52,10 +52,13 @@ class ContainerSpec:
     labels: tuple[tuple[str, str], ...]
 
 
-def container_spec(config: LabConfig, host: Host, image: str, owner: str, plan: AddressPlan) -> ContainerSpec:
-    """`host`'s container, at its address in `plan`. Nothing in it depends on the other hosts:
-    adding, removing or reordering hosts leaves it as it is (the SSH mesh tells each container
-    where the others are)."""
+def container_spec(
+    config: LabConfig, host: Host, image: str, owner: str, plan: AddressPlan, *, results_dir: str | None = None
+) -> ContainerSpec:
+    """`host`'s container, at its address in `plan`, mounting RESULTS_DIR (default: the
+    configured one) for the runs' results. Nothing in it depends on the other hosts: adding,
+    removing or reordering hosts leaves it as it is (the SSH mesh tells each container where the
+    others are)."""
     container = config.container
     gpus = gpus_value(host.gpus)
     labels = [("dslab.host", host.name), ("dslab.owner", owner)]
@@ -82,7 +85,7 @@ def container_spec(config: LabConfig, host: Host, image: str, owner: str, plan: 
             *container.mounts,
             *host.overrides.mounts,
             *workload_mounts(config),
-            Mount(source=host_results_dir(config, owner), target=RESULTS_MOUNT),
+            Mount(source=results_dir or host_results_dir(config, owner), target=RESULTS_MOUNT),
         ),
         env=tuple(sorted(environment.items())),
         labels=tuple(sorted(labels)),

@@ -15,11 +15,12 @@ from pathlib import Path
 from components.paths import ASSETS_DIR
 
 STAND_IN_DOCKER = r"""#!/bin/bash
-# One running container of the stack, c1, whose root is $ROOT, and a stopped one of another
-# stack; the image dslab/train:abc; no swarm, no claim, no network.
+# One running container of the stack, c1, whose root is $ROOT, mounting $ROOT/../runs-before for
+# the results, and a stopped one of another stack; the image dslab/train:abc; no swarm, no
+# claim, no network.
 case $1 in
   ps) printf '%s\n' 'c1 running org/dslab/dev' 'c9 exited org/other/prod' ;;
-  inspect) echo 'server1 10.0.3.128' ;;
+  inspect) [[ $3 == *Mounts* ]] && echo "${ROOT%/root}/runs-before" || echo 'server1 10.0.3.128' ;;
   image) [[ $5 == dslab/train:abc ]] && echo sha256:0abc ;;
   info) echo 'inactive  false' ;;
   exec) shift 2; [[ $1 == sh && $2 == -c ]] && exec sh -c "$3" "$4" "$ROOT$5" ;;
@@ -87,6 +88,7 @@ def test_host_steps_report_only_their_generation_beside_the_facts_and_container_
         "used-by org/other/prod",
         "host-step image-abc 1765000000000000",
         "host-step swarm 2",
+        f"results-mount {tmp_path}/runs-before",
         "step reach 1",
         "step run-files 5",
     ]
@@ -129,6 +131,18 @@ def test_a_results_directory_is_writable_once_made_and_read_only_when_not(tmp_pa
         assert expected in probe(tmp_path)
     finally:
         runs.chmod(0o700)
+
+
+def test_the_last_run_is_read_where_the_container_writes_its_runs(tmp_path: Path) -> None:
+    # training.results_dir changed to runs/ while the container still mounts runs-before/.
+    for folder, name in (("runs", "20261206T000000.000Z-aaaa-new"), ("runs-before", "20261205T000000.000Z-aaaa-old")):
+        (tmp_path / folder / name).mkdir(parents=True)
+        (tmp_path / folder / "last-run").write_text(f"{name}\n")
+        (tmp_path / folder / name / "status").write_text("succeeded\n")
+    assert [line for line in probe(tmp_path) if line.startswith(("run", "results-mount"))] == [
+        f"results-mount {tmp_path}/runs-before",
+        "run 20261205T000000.000Z-aaaa-old succeeded",
+    ]
 
 
 def test_a_manager_tells_its_node_the_managers_it_knows_and_every_node_of_its_swarm(tmp_path: Path) -> None:

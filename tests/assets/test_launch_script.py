@@ -51,7 +51,9 @@ printf '20261205T%06d.000Z\\n' "$n"
 STAND_IN_PROCESSES = "#!/bin/bash\nexit 1\n"
 
 
-def launch(tmp_path: Path, action: str, exit_code: int = 0, resume: str = "auto") -> subprocess.CompletedProcess[str]:
+def launch(
+    tmp_path: Path, action: str, exit_code: int = 0, resume: str = "auto", results: str = "results"
+) -> subprocess.CompletedProcess[str]:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     (bin_dir / "docker").write_text(STAND_IN_DOCKER)
@@ -63,14 +65,14 @@ def launch(tmp_path: Path, action: str, exit_code: int = 0, resume: str = "auto"
         (bin_dir / tool).chmod(0o755)
     scripts = tmp_path / "root/opt/dslab"
     (scripts / "run").mkdir(parents=True, exist_ok=True)
-    # The container's mount of the host's results directory.
-    (tmp_path / "results").mkdir(exist_ok=True)
-    if not (scripts / "results").exists():
-        (scripts / "results").symlink_to(tmp_path / "results")
+    # The container's mount of the host's results directory (a container made with RESULTS).
+    (tmp_path / results).mkdir(exist_ok=True)
+    (scripts / "results").unlink(missing_ok=True)
+    (scripts / "results").symlink_to(tmp_path / results)
     (scripts / "run-deepspeed.sh").write_text(STAND_IN_RUN)
     (scripts / "run-deepspeed.sh").chmod(0o755)
     argv = [
-        action, "llm", "/opt/dslab", RUN, "wait", "1800", str(tmp_path / "results"), "/opt/dslab/results/@RUN@",
+        action, "llm", "/opt/dslab", RUN, "wait", "1800", str(tmp_path / results), "/opt/dslab/results/@RUN@",
         SUFFIX, resume, "0",
     ]  # fmt: skip
     spec = launch_spec(IDENTITY, [], ["deepspeed", "train.py", "--output_dir", "/opt/dslab/results/@RUN@"])
@@ -173,6 +175,37 @@ def test_an_unfinished_run_with_a_checkpoint_goes_on_in_its_directory_unless_res
     (tmp_path / "results" / again_name / "checkpoint-20").mkdir()
     never = launch(tmp_path, "run", resume="never")
     assert json.loads(never.stdout.splitlines()[-1])["run"] != again_name and "resuming" not in never.stderr
+
+
+def test_a_run_finished_before_results_dir_moved_is_found_where_it_is_not_trained_again(tmp_path: Path) -> None:
+    ran = launch(tmp_path, "run")
+    name = json.loads(ran.stdout.splitlines()[-1])["run"]
+    (tmp_path / "root/argv").unlink()
+    # training.results_dir changed: the containers, made anew, mount the new directory.
+    moved = launch(tmp_path, "run", results="moved")
+    assert moved.returncode == 0, moved.stderr
+    reported = json.loads(moved.stdout.splitlines()[-1])
+    assert reported["run"] == name and reported["status"] == "succeeded", reported
+    assert f"run {name} finished in {tmp_path}/results (training.results_dir before)" in moved.stderr
+    assert not (tmp_path / "root/argv").exists(), "nothing trained"
+    assert (tmp_path / "moved" / name).resolve() == tmp_path / "results" / name, "linked from the new directory"
+    assert (tmp_path / "moved/last-run").read_text() == f"{name}\n"
+    assert launch(tmp_path, "report", results="moved").stdout == moved.stdout, "and reported from there"
+    # Another run there, then back: the run in the first directory is found again.
+    assert launch(tmp_path, "run", results="results").stdout.splitlines()[-1] == moved.stdout.splitlines()[-1]
+
+
+def test_a_run_unfinished_before_results_dir_moved_stays_and_a_new_run_starts(tmp_path: Path) -> None:
+    failed = launch(tmp_path, "run", exit_code=1)
+    first = (tmp_path / "results/last-run").read_text().strip()
+    (tmp_path / "results" / first / "checkpoint-20").mkdir()
+    assert failed.returncode == 1
+    moved = launch(tmp_path, "run", results="moved")
+    assert moved.returncode == 0, moved.stderr
+    name = json.loads(moved.stdout.splitlines()[-1])["run"]
+    assert name != first and (tmp_path / "moved" / name).is_dir() and not (tmp_path / "moved" / name).is_symlink()
+    assert f"run {first}, of these inputs, did not finish in {tmp_path}/results" in moved.stderr
+    assert (tmp_path / "results" / first / "checkpoint-20").is_dir(), "left where it is"
 
 
 # `docker exec` answers that a rank is saving for the first two looks, then that none is.

@@ -28,7 +28,8 @@ def stand_ins(tmp_path: Path) -> dict[str, str]:
         "#!/bin/bash\n"
         'case "$1 $2" in\n'
         '  "ps --all") echo "c1 running o/p/s";;\n'
-        '  "inspect --format") echo "server1 10.0.3.128";;\n'
+        # The results directory c1 mounts: the one `bin/docker.mounts` names, else none.
+        '  "inspect --format") if [[ $3 == *Mounts* ]]; then cat "$0.mounts" 2>/dev/null || true; else echo "server1 10.0.3.128"; fi;;\n'
         '  "network inspect") printf "10.0.3.128\\n10.0.3.129\\n\\n";;\n'
         # A run in the container while the test says so.
         '  "exec c1") [[ -e "$0.run-alive" ]];;\n'
