@@ -61,6 +61,18 @@ def test_forget_removes_only_the_steps_mark(tmp_path: Path) -> None:
     mark = tmp_path / ".dslab/steps/results.gen"
     assert mark.is_file(), "make leaves the step's generation"
     (runs / RUN).mkdir()
+    (tmp_path / ".dslab/steps/run-results").write_text(f"{runs}\n")  # where the last run was (deepspeed-launch.sh)
     forgot = results_dir("forget", home=tmp_path)
     assert forgot.returncode == 0 and forgot.stderr == "", forgot.stderr
     assert not mark.exists() and (runs / RUN).is_dir(), "the runs are the operator's step's to release"
+    assert not (tmp_path / ".dslab").exists(), "no note left, nor its folders"
+
+
+def test_remove_takes_a_link_to_a_run_kept_elsewhere_not_the_run(tmp_path: Path) -> None:
+    before, runs = tmp_path / "before", tmp_path / "runs"
+    (before / RUN).mkdir(parents=True)
+    runs.mkdir()
+    (runs / RUN).symlink_to(before / RUN)  # a finished run found where results_dir was
+    removed = results_dir("release", "remove", str(runs), STACK, home=tmp_path)
+    assert removed.returncode == 0, removed.stderr
+    assert not (runs / RUN).is_symlink() and (before / RUN).is_dir()
