@@ -23,7 +23,7 @@ from components.hosts.input_manifest import InputsDiffer, check_same_inputs, inp
 from components.hosts.probe import read_host_facts
 from components.hosts.results_mount import ResultsMount, results_mount
 from components.hosts.renames import taken_over_from_old_names
-from components.hosts.engines import docker_ssh_opts, host_engine, operator_ssh_line, private_key_file, ssh_destination
+from components.hosts.engines import host_engine, operator_ssh_line, operator_ssh_opts, ssh_destination
 from components.steps.deepspeed_launch import RUN_FILES_STEP, RUN_REPORT_STEP, DeepSpeedLaunch, DeepSpeedLaunchArgs
 from components.steps.host_claims import HostClaims, HostClaimsArgs
 from components.steps.host_ipsec import IPSEC_IMAGE_STEP, HostIpsec, HostIpsecArgs
@@ -255,7 +255,7 @@ class Lab(pulumi.ComponentResource):
             source=source,
             distribution=self.config.image.distribution,
             step=copy_step,
-            ssh_options=tuple(docker_ssh_opts(private_key_file(operator), operator.known_hosts_path)),
+            ssh_options=tuple(operator_ssh_opts(operator)),
             generations={
                 node.name: self.host_steps.generation(
                     node.name, copy_step, image_verdict(self.facts, node.name, source.tag)
@@ -296,7 +296,7 @@ class Lab(pulumi.ComponentResource):
                 on_destroy=self.config.training.results_on_destroy,
                 stack_file=f"Pulumi.{owner.rsplit('/', 1)[-1]}.yaml",
                 destinations={host.name: ssh_destination(host) for host in self.config.hosts},
-                ssh_options=tuple(docker_ssh_opts(private_key_file(operator), operator.known_hosts_path)),
+                ssh_options=tuple(operator_ssh_opts(operator)),
                 stack_tag=stack_tag(owner),
                 emptied_dirs=emptied_dirs(self.config, owner),
                 after=self.claims.resources,
@@ -421,7 +421,7 @@ class Lab(pulumi.ComponentResource):
                 path=loss_plot_copy(project_dir, pulumi.get_stack()),
                 source=source,
                 destination=ssh_destination(self.config.manager),
-                ssh_options=tuple(docker_ssh_opts(private_key_file(operator), operator.known_hosts_path)),
+                ssh_options=tuple(operator_ssh_opts(operator)),
             ),
             pulumi.ResourceOptions(parent=self),
         )

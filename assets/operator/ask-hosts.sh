@@ -9,19 +9,53 @@
 #                             everything); an engine that does not answer within
 #                             ENGINE_TIMEOUT_S is the host script's `engine-silent` line
 #   HOST failed MESSAGE       the host script failed
-# Usage: ask-hosts.sh HOST_SCRIPT OWNER NETWORK MTU ENGINE_TIMEOUT_S TIMEOUT_S IMAGES RESULTS INPUTS NAME=USER@ADDRESS:PORT... -- SSH_OPTION...
+# With a jump host (`@jump=USER@ADDRESS:PORT` first among the hosts; SSH_OPTION then holds the
+# ProxyCommand through it), the jump host is asked first, with the same options but that one:
+#   @jump host-key-changed | unreachable MESSAGE | silent SECONDS
+#                             it could not be logged in to; then `HOST behind-jump` for every
+#                             host, none of them asked
+#   HOST unreachable-behind-jump MESSAGE
+#                             the jump host answered, the host could not be reached from it
+# Usage: ask-hosts.sh HOST_SCRIPT OWNER NETWORK MTU ENGINE_TIMEOUT_S TIMEOUT_S IMAGES RESULTS INPUTS [@jump=USER@ADDRESS:PORT] NAME=USER@ADDRESS:PORT... -- SSH_OPTION...
 #   IMAGES: the image tags to look for, comma-separated; RESULTS: the results directory;
 #   INPUTS: the workload's input directories, one per line.
 set -uo pipefail
 host_script=$1 owner=$2 network=$3 want_mtu=$4 engine_timeout_s=$5 timeout_s=$6 images=$7 results=$8 inputs=$9
 shift 9
-hosts=()
-while [[ $# -gt 0 && $1 != -- ]]; do hosts+=("$1"); shift; done
+hosts=() jump=""
+while [[ $# -gt 0 && $1 != -- ]]; do
+  if [[ $1 == @jump=* ]]; then jump=${1#@jump=}; else hosts+=("$1"); fi
+  shift
+done
 shift  # --
 ssh_options=("$@")
 
 answers=$(mktemp -d)
 trap 'rm -rf "$answers"' EXIT
+
+# The jump host itself, logged in to as every connection through it is (ProxyCommand left out).
+if [[ -n $jump ]]; then
+  direct=()
+  for option in "${ssh_options[@]}"; do
+    if [[ $option == ProxyCommand=* ]]; then unset 'direct[${#direct[@]}-1]'; else direct+=("$option"); fi
+  done
+  rc=0
+  timeout "$timeout_s" ssh "${direct[@]}" -p "${jump##*:}" "${jump%:*}" true </dev/null 2>"$answers/@jump.err" || rc=$?
+  if [[ $rc -ne 0 ]]; then
+    case $rc in
+      124) echo "@jump silent $timeout_s" ;;
+      *)
+        if grep -q 'REMOTE HOST IDENTIFICATION HAS CHANGED' "$answers/@jump.err"; then
+          echo "@jump host-key-changed"
+        else
+          echo "@jump unreachable $(tail -n 1 "$answers/@jump.err" | tr -d '\r')"
+        fi
+        ;;
+    esac
+    for spec in "${hosts[@]}"; do echo "${spec%%=*} behind-jump"; done
+    exit 0
+  fi
+fi
 
 ask() {
   local name=$1 target=$2 port=$3 rc=0
@@ -48,6 +82,8 @@ for spec in "${hosts[@]}"; do
     255)
       if grep -q 'REMOTE HOST IDENTIFICATION HAS CHANGED' "$answers/$name.err"; then
         echo "$name host-key-changed"
+      elif [[ -n $jump ]]; then
+        echo "$name unreachable-behind-jump $last_error"
       else
         echo "$name unreachable $last_error"
       fi

@@ -65,6 +65,15 @@ class LabConfig(FrozenModel):
     @model_validator(mode="after")
     def _cross_section_rules(self) -> LabConfig:
         problems = self._host_mode_problems() if self.network.mode == "host" else self._address_problems()
+        jump = self.operator.jump_host
+        for index, host in enumerate(self.hosts):
+            if jump is not None and (host.address, host.ssh_port) == (jump.address, jump.port):
+                problems.add(
+                    ("operator", "jump_host", "address"),
+                    f"{jump.address}:{jump.port} is hosts[{index}] ({host.name}); a jump host is the "
+                    "login node in front of the lab, not one of its hosts: remove it from hosts, or "
+                    "give the bastion's own address",
+                )
         batch = self._batch_problem()
         if batch is not None:
             problems.add(("training", "deepspeed", "train_batch_size"), batch)

@@ -7,6 +7,7 @@ from pydantic import Field, SecretStr, model_validator
 
 from components.config.base import FrozenModel, Problems
 from components.config.fields import EncryptedSecret, Seconds, Secret
+from components.config.jump_host import JumpHost
 
 
 class OperatorConfig(FrozenModel):
@@ -28,6 +29,15 @@ class OperatorConfig(FrozenModel):
             "on. Default ~/.ssh/known_hosts."
         ),
         examples=[".simhosts/known_hosts"],
+    )
+    jump_host: JumpHost | None = Field(
+        default=None,
+        description=(
+            "A bastion between this machine and the lab: every connection to a host goes "
+            "through it (ssh -J), its host key checked in known_hosts_path too. Default none: "
+            "each host reached directly."
+        ),
+        examples=[{"address": "192.0.2.10", "user": "ops"}],
     )
     host_timeout: Seconds = Field(
         default=60,

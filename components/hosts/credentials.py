@@ -24,6 +24,8 @@ class OperatorCredentials:
 
     private_key: pulumi.Input[str]
     host_keys: dict[str, str]
+    jump: command.remote.ProxyConnectionArgs | None = None
+    """The jump host every connection goes through (operator.jump_host), its key checked."""
 
 
 def read_operator_credentials(config: LabConfig, project_dir: Path) -> OperatorCredentials:
@@ -41,7 +43,22 @@ def read_operator_credentials(config: LabConfig, project_dir: Path) -> OperatorC
         if key is None:
             raise ValueError(f"{operator.known_hosts_path} holds no key for {host.name} ({host.address})")
         host_keys[host.name] = key
-    return OperatorCredentials(private_key=pulumi.Output.secret(text.rstrip("\n") + "\n"), host_keys=host_keys)
+    private_key = pulumi.Output.secret(text.rstrip("\n") + "\n")
+    jump = None
+    if operator.jump_host is not None:
+        jump_key = host_key(known_hosts, operator.jump_host.address, operator.jump_host.port)
+        if jump_key is None:
+            raise ValueError(f"{operator.known_hosts_path} holds no key for the jump host ({operator.jump_host.address})")
+        jump = command.remote.ProxyConnectionArgs(
+            host=operator.jump_host.address,
+            port=operator.jump_host.port,
+            user=operator.jump_host.user,
+            private_key=private_key,
+            host_key=jump_key,
+            dial_error_limit=DIAL_ATTEMPTS,
+            per_dial_timeout=DIAL_TIMEOUT_SECONDS,
+        )
+    return OperatorCredentials(private_key=private_key, host_keys=host_keys, jump=jump)
 
 
 def command_connection(host: Host, credentials: OperatorCredentials) -> command.remote.ConnectionArgs:
@@ -53,4 +70,5 @@ def command_connection(host: Host, credentials: OperatorCredentials) -> command.
         host_key=credentials.host_keys[host.name],
         dial_error_limit=DIAL_ATTEMPTS,
         per_dial_timeout=DIAL_TIMEOUT_SECONDS,
+        proxy=credentials.jump,
     )

@@ -14,6 +14,7 @@ import pulumi
 import pulumi_docker as docker
 
 from components.config import Host, OperatorConfig
+from components.config.jump_host import JumpHost
 
 
 def ssh_destination(host: Host) -> str:
@@ -26,10 +27,11 @@ def docker_host_url(host: Host) -> str:
     return f"ssh://{ssh_destination(host)}"
 
 
-def docker_ssh_opts(private_key_path: str, known_hosts_path: str) -> list[str]:
+def docker_ssh_opts(private_key_path: str, known_hosts_path: str, jump: JumpHost | None = None) -> list[str]:
     """ssh options of the docker CLI's connection: our key only, the operator's known_hosts,
-    strict host keys, never a prompt; keep-alives bound how long a cut network can hang us."""
-    return [
+    strict host keys, never a prompt; keep-alives bound how long a cut network can hang us.
+    Through JUMP when given (jump_proxy_command)."""
+    options = [
         "-i", private_key_path,
         "-o", "IdentitiesOnly=yes",
         "-o", f"UserKnownHostsFile={known_hosts_path}",
@@ -39,6 +41,22 @@ def docker_ssh_opts(private_key_path: str, known_hosts_path: str) -> list[str]:
         "-o", "ServerAliveInterval=5",
         "-o", "ServerAliveCountMax=4",
     ]  # fmt: skip
+    if jump is None:
+        return options
+    return [*options, "-o", f"ProxyCommand={jump_proxy_command(options, jump)}"]
+
+
+def jump_proxy_command(options: list[str], jump: JumpHost) -> str:
+    """How ssh reaches a host through JUMP: an ssh to the jump host, with the same OPTIONS (the
+    key, strict host keys against the same known_hosts: `-J` would apply neither to the jump),
+    that forwards the connection (`-W %h:%p`). ssh runs it with a shell; `%` is its token."""
+    line = shlex.join(["ssh", *options, "-p", str(jump.port), f"{jump.user}@{jump.address}"])
+    return line.replace("%", "%%") + " -W %h:%p"
+
+
+def operator_ssh_opts(operator: OperatorConfig) -> list[str]:
+    """docker_ssh_opts for the stack's operator: its key, its known_hosts, its jump host."""
+    return docker_ssh_opts(private_key_file(operator), operator.known_hosts_path, operator.jump_host)
 
 
 ENGINE_WATCH = "assets/operator/engine-watch.sh"
@@ -53,7 +71,7 @@ def engine_watch_opts(host: Host, operator: OperatorConfig) -> list[str]:
     call waiting 20 minutes."""
     watch = shlex.join(
         [host.name, f"{host.ssh_user}@{host.address}", str(host.ssh_port), str(operator.host_timeout), "--",
-         *docker_ssh_opts(private_key_file(operator), operator.known_hosts_path)]
+         *operator_ssh_opts(operator)]
     )  # fmt: skip
     # $PPID, for the shell ssh runs it with, is that ssh; ssh expands %-tokens in the line.
     local_command = f"bash {ENGINE_WATCH} $PPID {watch}".replace("%", "%%")
@@ -80,10 +98,13 @@ def private_key_file(operator: OperatorConfig) -> str:
 
 def operator_ssh_line(operator: OperatorConfig, host: Host, command: str, *, tty: bool = False) -> str:
     """An ssh command line for the operator's shell that runs `command` on `host` with the
-    stack's key and known_hosts (strict host keys, as the program does)."""
+    stack's key and known_hosts (strict host keys, as the program does), through its jump host."""
+    options = ["-i", operator.private_key_path or "<your key>", "-o", f"UserKnownHostsFile={operator.known_hosts_path}",
+               "-o", "StrictHostKeyChecking=yes"]  # fmt: skip
+    jump = operator.jump_host
+    through = f"-o {shlex.quote('ProxyCommand=' + jump_proxy_command(options, jump))} " if jump is not None else ""
     return (
-        f"ssh -i {operator.private_key_path or '<your key>'} -o UserKnownHostsFile={operator.known_hosts_path} "
-        f"-o StrictHostKeyChecking=yes -p {host.ssh_port} {'-t ' if tty else ''}"
+        f"ssh {' '.join(options)} {through}-p {host.ssh_port} {'-t ' if tty else ''}"
         f"{host.ssh_user}@{host.address} {command}"
     )
 
@@ -94,7 +115,7 @@ def host_engine(host: Host, operator: OperatorConfig, parent: pulumi.Resource) -
         f"{host.name}-docker",
         host=docker_host_url(host),
         ssh_opts=[
-            *docker_ssh_opts(private_key_file(operator), operator.known_hosts_path),
+            *operator_ssh_opts(operator),
             *engine_watch_opts(host, operator),
         ],
         opts=pulumi.ResourceOptions(parent=parent),

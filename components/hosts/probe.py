@@ -27,7 +27,8 @@ import pulumi
 import pulumi_command as command
 
 from components.config import Host, LabConfig
-from components.hosts.engines import docker_ssh_opts, private_key_file, ssh_destination
+from components.config.jump_host import JumpHost
+from components.hosts.engines import operator_ssh_opts, ssh_destination
 from components.paths import ASSETS_DIR
 from components.hosts.unreachable import cannot_reach, host_key_changed
 
@@ -145,6 +146,16 @@ class HostFacts:
         return mark.generation if mark is not None else 0
 
 
+def jump_host_problem(jump: JumpHost, kind: str, rest: str, known_hosts_path: str) -> str:
+    """Why the jump host (operator.jump_host) could not be logged in to, as ask-hosts.sh said."""
+    where = f"the jump host {jump.address}:{jump.port} (operator.jump_host)"
+    if kind == "host-key-changed":
+        return host_key_changed("the jump host (operator.jump_host)", jump.address, jump.port, known_hosts_path)
+    if kind == "silent":
+        return f"{where} does not answer over SSH (no reply in {rest} s)"
+    return f"{cannot_reach(where, known_hosts_path)}: {rest}"
+
+
 def held_by_another(owner: str, what: str) -> str:
     return f"this host is already used by stack '{owner}' ({what}); destroy that stack first, or list this host in only one of them"
 
@@ -156,14 +167,17 @@ def parse_answers(
     want_mtu: bool,
     owner: str = "",
     fresh_generation: int = 0,
+    jump: JumpHost | None = None,
 ) -> HostFacts:
     """ask-hosts.sh's lines (`HOST held LABEL ADDRESS`, `HOST in-use ADDRESS HOST_ADDRESS`,
     `HOST mtu N`, `HOST mtu-unknown WHY`, `HOST swarm-node|swarm-manager|swarm-member ...`,
     `HOST image TAG ID`, `HOST results STATE`, `HOST host-step STEP N`, `HOST step STEP N [WHAT]`,
     `HOST results-mount DIR`, `HOST run NAME STATUS`, `HOST run-alive`, `HOST run-reported NAME STATE`, `HOST input I SIZE SHA256 PATH`,
     `HOST input-absent I`,
-    `HOST claimed-by|used-by OWNER`, `HOST host-key-changed`, `HOST unreachable|silent|failed ...`)
-    as HostFacts: a host another stack than OWNER holds is a problem."""
+    `HOST claimed-by|used-by OWNER`, `HOST host-key-changed`, `HOST unreachable|silent|failed ...`;
+    through JUMP: `@jump host-key-changed|unreachable|silent ...` then `HOST behind-jump`, or
+    `HOST unreachable-behind-jump MESSAGE`) as HostFacts: a host another stack than OWNER holds
+    is a problem, and every problem names the hop that failed."""
     destination = {host.name: f"{host.name} ({host.address}:{host.ssh_port})" for host in hosts}
     by_name = {host.name: host for host in hosts}
     addresses: dict[str, str] = {}
@@ -185,10 +199,17 @@ def parse_answers(
     reported: dict[str, tuple[str, str]] = {}
     inputs: dict[str, list[InputFile]] = {}
     inputs_absent: dict[str, set[int]] = {}
+    jump_problem = "the jump host could not be asked"
     for line in output.splitlines():
         host, kind, rest = (line.split(" ", 2) + ["", ""])[:3]
         where = destination.get(host, host)
-        if kind == "held":
+        if host == "@jump" and jump is not None:
+            jump_problem = jump_host_problem(jump, kind, rest, known_hosts_path)
+        elif kind == "behind-jump":
+            problems[host] = f"not asked: {jump_problem}"
+        elif kind == "unreachable-behind-jump" and jump is not None:
+            problems[host] = f"cannot reach {where} from the jump host {jump.address}:{jump.port} over SSH: {rest}"
+        elif kind == "held":
             label, _, address = rest.partition(" ")
             if label == host:
                 addresses[host] = address
@@ -307,7 +328,9 @@ def ask_command(
     the workload's INPUTS to look for, the operator's ssh options."""
     operator = config.operator
     hosts = [f"{host.name}={ssh_destination(host)}" for host in config.hosts]
-    options = docker_ssh_opts(private_key_file(operator), operator.known_hosts_path)
+    if operator.jump_host is not None:
+        hosts.insert(0, f"@jump={operator.jump_host.destination}")
+    options = operator_ssh_opts(operator)
     return shlex.join(
         [
             "bash", str(ASK_SCRIPT), str(HOST_SCRIPT), owner, config.network.name, "yes" if want_mtu else "no",
@@ -338,6 +361,7 @@ def read_host_facts(
         want_mtu,
         owner,
         fresh_generation=time.time_ns() // 1000,
+        jump=config.operator.jump_host,
     )
     for host, old in sorted(facts.renamed.items()):
         pulumi.log.info(

@@ -20,7 +20,7 @@ def stand_ins(tmp_path: Path) -> dict[str, str]:
         '    exit 255;;\n'
         "  *@10.0.18.8) sleep 30;; esac; done\n"
         # Like ssh: the words after the destination are one command line for the host's shell.
-        'while [[ $1 != bash* ]]; do shift; done\n'
+        'while [[ $# -gt 0 && $1 != bash* && $1 != true ]]; do shift; done\n'
         'exec bash -c "$*"\n'
     )
     (bin_dir / "ip").write_text("#!/bin/bash\necho '2: lo    inet 10.0.18.1/24 brd 10.0.18.255 scope global lo'\n")

@@ -1,0 +1,25 @@
+"""`dslab:operator.jump_host`: the login node (bastion) between the operator's machine and the lab."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from components.config.base import FrozenModel
+from components.config.fields import IPv4Str, Port, UnixUser
+
+
+class JumpHost(FrozenModel):
+    """A bastion every connection to the lab's hosts goes through, as `ssh -J user@address:port`
+    would: with the operator's key, its host key checked against the operator's known_hosts."""
+
+    address: IPv4Str = Field(
+        description="The jump host's IPv4 address, reachable over ssh from the operator's machine.",
+        examples=["192.0.2.10"],
+    )
+    port: Port = Field(default=22, description="ssh port of the jump host. Default 22.")
+    user: UnixUser = Field(default="root", description="ssh login user on the jump host. Default root.")
+
+    @property
+    def destination(self) -> str:
+        """`user@address:port`, as our operator scripts take a host."""
+        return f"{self.user}@{self.address}:{self.port}"
