@@ -22,6 +22,8 @@ FAULTS: dict[str, Callable[[SimLab, str], None]] = {
     "host-start": faults.start_host,
     "host-reinstall": lambda lab, name: lifecycle.reinstall_host(lab, name, _log),
     "host-rekey": faults.rekey_host,
+    "sshd-stop": faults.stop_sshd,
+    "sshd-start": faults.start_sshd,
 }
 
 
@@ -39,11 +41,15 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     up = commands.add_parser("up", help="start the simulator (idempotent)")
     up.add_argument("--hosts", type=int, default=2, help=f"number of hosts, 1..{MAX_HOSTS} (default 2)")
+    up.add_argument(
+        "--bastion", action="store_true",
+        help="put the hosts behind a jump host (sshd only, at .20): this machine reaches them through it alone",
+    )
     commands.add_parser("down", help="remove everything the simulator made (keeps the image cache)")
     commands.add_parser("status", help="show each host, its address, engine, sshd, network and swarm state")
     fault = commands.add_parser("fault", help="inject or undo a fault on one host")
     fault.add_argument("kind", choices=sorted(FAULTS))
-    fault.add_argument("host", help="host name, e.g. server2")
+    fault.add_argument("host", help="host name, e.g. server2, or bastion")
     return parser
 
 
@@ -54,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         lab = lab_from_env() if args.lab is None else SimLab(args.lab)
         if args.command == "up":
-            lifecycle.up(lab, args.hosts, _log)
+            lifecycle.up(lab, args.hosts, _log, bastion=args.bastion)
             _log(f"done in {time.monotonic() - started:.1f} s")
         elif args.command == "down":
             lifecycle.down(lab, _log)

@@ -2,7 +2,8 @@
 its SSH host keys change (a machine reinstalled whole: simhosts.lifecycle.reinstall_host, which
 provisions it again).
 
-Each fault but the new host keys has an exact inverse. Host names are ``server1``..``server8`` of one lab.
+Each fault but the new host keys has an exact inverse. Host names are ``server1``..``server8`` of one
+lab, or ``bastion`` (``up --bastion``).
 """
 
 from __future__ import annotations
@@ -72,3 +73,23 @@ def rekey_host(lab: SimLab, name: str) -> None:
     """Host ``name``'s SSH host keys made anew (a reinstall that did not keep them): sshd serves
     the new keys at once; the operator's known_hosts still holds the old ones."""
     hosts.run_fault_script(lab.host(name), "new-host-keys.sh")
+
+
+SSHD_STOPPED = ["INPUT", "-p", "tcp", "--dport", "22", "-m", "comment", "--comment", "dslab-sshd-stopped",
+                "-j", "REJECT", "--reject-with", "tcp-reset"]  # fmt: skip
+"""The rule that makes port 22 answer as a host whose sshd is stopped does: connection refused
+(stopping the sshd itself would end the simulated host, whose entrypoint waits on it)."""
+
+
+def stop_sshd(lab: SimLab, name: str) -> None:
+    """Host ``name`` refuses ssh connections, as with its sshd stopped; the rest runs on."""
+    container = lab.host(name).container
+    if run(["docker", "exec", container, "iptables", "-w", "-C", *SSHD_STOPPED], check=False).returncode != 0:
+        docker("exec", container, "iptables", "-w", "-I", *SSHD_STOPPED[:1], "1", *SSHD_STOPPED[1:])
+
+
+def start_sshd(lab: SimLab, name: str) -> None:
+    """Undo :func:`stop_sshd` exactly."""
+    container = lab.host(name).container
+    while run(["docker", "exec", container, "iptables", "-w", "-D", *SSHD_STOPPED], check=False).returncode == 0:
+        pass

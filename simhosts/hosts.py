@@ -83,11 +83,23 @@ def wait_ready(host: HostSpec, timeout: float = 120) -> None:
     _wait(host, ["dslab-ready"], "engine + sshd", timeout)
 
 
+def make_bastion(host: HostSpec, timeout: float = 120) -> None:
+    """The host as a jump host: its network restored, sshd only (its engine stopped)."""
+    wait_sshd(host, timeout)
+    docker("exec", host.container, "dslab-netcut", "restore")
+    docker("exec", host.container, "dslab-engine", "stop")
+
+
+def wait_sshd(host: HostSpec, timeout: float = 120) -> None:
+    """Wait until the host's sshd listens on port 22."""
+    _wait(host, ["ss", "-Hltn", "sport = :22"], "sshd", timeout, need_output=True)
+
+
 def heal(host: HostSpec, timeout: float = 120) -> None:
     """Undo injected faults on a running host: restore its network, start its engine."""
     # sshd listening means the entrypoint has finished starting the engine; starting it
     # before then would race the entrypoint.
-    _wait(host, ["ss", "-Hltn", "sport = :22"], "sshd", timeout, need_output=True)
+    wait_sshd(host, timeout)
     docker("exec", host.container, "dslab-netcut", "restore")
     docker("exec", host.container, "dslab-engine", "start")
 

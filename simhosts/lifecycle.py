@@ -16,18 +16,26 @@ from simhosts.plan import HOST_LABEL, HostSpec, SimLab
 from simhosts.proc import Log, docker, ok, run
 
 
-def up(lab: SimLab, count: int, log: Log) -> list[HostSpec]:
-    """Bring up ``lab`` with ``count`` hosts; harmless when it is already up. Returns the hosts."""
+def up(lab: SimLab, count: int, log: Log, bastion: bool = False) -> list[HostSpec]:
+    """Bring up ``lab`` with ``count`` hosts, behind a bastion (sshd only) when asked, with this
+    machine's direct routes to the hosts dropped; harmless when it is already up. Returns the hosts."""
     wanted = lab.hosts(count)
+    jump = lab.bastion if bastion else None
     base_hash, base_tarball = machine_parts(log)
     network.ensure_network(lab)
     state = operator_files.ensure_state_dir(lab)
     public_key = operator_files.ensure_operator_key(state)
 
-    _remove_extra_hosts(lab, wanted, log)
+    _remove_extra_hosts(lab, [*wanted, *([jump] if jump is not None else [])], log)
+    if jump is None:
+        network.direct_routes_back(lab, lab.bastion.address)
     nameservers = machine_nameservers()
     for host in wanted:
         hosts.ensure_host(lab, host, nameservers)
+    if jump is not None:
+        hosts.ensure_host(lab, jump, nameservers)
+        hosts.make_bastion(jump)
+        hosts.authorize(jump, public_key)
 
     def prepare(host: HostSpec) -> None:
         # `up` also repairs: a host left with a stopped engine or a cut network works again.
@@ -40,8 +48,11 @@ def up(lab: SimLab, count: int, log: Log) -> list[HostSpec]:
     with ThreadPoolExecutor(max_workers=len(wanted)) as pool:
         list(pool.map(prepare, wanted))
 
-    keys = {host.address: hosts.host_keys(host) for host in wanted}
-    operator_files.write_operator_files(state, wanted, keys)
+    keys = {host.address: hosts.host_keys(host) for host in [*wanted, *([jump] if jump is not None else [])]}
+    operator_files.write_operator_files(state, wanted, keys, jump)
+    if jump is not None:
+        network.only_through_bastion(lab, jump.address)
+        log(f"{jump.name}={jump.address}: the only way in; direct routes to the hosts dropped")
     for host in wanted:
         if not ssh_ok(lab, host):
             raise RuntimeError(f"ssh to {host.name} ({host.address}) failed with the simulator's key and known_hosts")
@@ -103,6 +114,7 @@ def down(lab: SimLab, log: Log) -> None:
         for volume in hosts.lab_volumes(lab):
             docker("volume", "rm", "--force", volume)
         network.remove_network(lab)
+        network.direct_routes_back(lab, lab.bastion.address)
     else:
         log("machine engine not running: nothing to remove there")
     operator_files.remove_state_dir(lab)
@@ -131,7 +143,7 @@ def status(lab: SimLab) -> list[HostStatus]:
         name = docker("container", "inspect", "--format", f'{{{{ index .Config.Labels "{HOST_LABEL}" }}}}', container)
         host = lab.host(name)
         running = hosts.state(host) == "running"
-        engine = running and faults.engine_running(lab, name)
+        engine = running and host.role != "bastion" and faults.engine_running(lab, name)
         report.append(
             HostStatus(
                 name=name,
@@ -184,7 +196,8 @@ def _swarm_state(host: HostSpec) -> str:
 
 
 def _remove_extra_hosts(lab: SimLab, wanted: list[HostSpec], log: Log) -> None:
-    """A smaller ``--hosts`` than last time removes the hosts beyond it."""
+    """A smaller ``--hosts`` than last time removes the hosts beyond it (and the bastion, when
+    not wanted)."""
     keep = {host.container for host in wanted}
     for container in hosts.lab_containers(lab):
         if container not in keep:

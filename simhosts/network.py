@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from simhosts.plan import LABEL, SimLab
-from simhosts.proc import docker
+from simhosts.proc import docker, ok, run
 
 
 class NetworkConflict(RuntimeError):
@@ -47,3 +47,32 @@ def _check_existing(lab: SimLab) -> None:
             f"{lab.subnet} gateway {lab.gateway}; run `python -m simhosts --lab {lab.id} down` "
             f"(or `docker network rm {lab.network_name}`)"
         )
+
+
+def _route_rules(lab: SimLab, bastion: str) -> list[list[str]]:
+    """This machine's OUTPUT rules, in order, that leave the bastion the operator's only way in:
+    new connections to the lab's subnet are refused unless to the bastion (replies to what the
+    hosts start stay allowed)."""
+    mark = ["-m", "comment", "--comment", f"dslab-lab-{lab.id}-behind-bastion"]
+    return [
+        ["-d", f"{bastion}/32", *mark, "-j", "ACCEPT"],
+        ["-d", str(lab.subnet), "-m", "conntrack", "--ctstate", "NEW", *mark, "-j", "REJECT"],
+    ]
+
+
+def only_through_bastion(lab: SimLab, bastion: str) -> None:
+    """Drops the operator's direct routes to the lab's servers (idempotent): a test cannot pass
+    by going around the bastion."""
+    rules = _route_rules(lab, bastion)
+    if all(ok(["iptables", "-w", "-C", "OUTPUT", *rule]) for rule in rules):
+        return
+    direct_routes_back(lab, bastion)
+    for position, rule in enumerate(rules, start=1):
+        run(["iptables", "-w", "-I", "OUTPUT", str(position), *rule])
+
+
+def direct_routes_back(lab: SimLab, bastion: str) -> None:
+    """Undoes :func:`only_through_bastion` exactly."""
+    for rule in _route_rules(lab, bastion):
+        while ok(["iptables", "-w", "-D", "OUTPUT", *rule]):
+            pass

@@ -28,13 +28,16 @@ def render_known_hosts(keys_by_address: Mapping[str, Sequence[str]]) -> str:
     return "".join(f"{address} {key}\n" for address, keys in keys_by_address.items() for key in keys)
 
 
-def render_ssh_config(hosts: Sequence[HostSpec], state: Path) -> str:
-    """An ssh config that reaches each host by name or address, with strict host key checking."""
+def render_ssh_config(hosts: Sequence[HostSpec], state: Path, bastion: HostSpec | None = None) -> str:
+    """An ssh config that reaches each host by name or address, with strict host key checking;
+    through BASTION when the lab has one."""
     blocks = []
-    for host in hosts:
+    for host in [*hosts, *([bastion] if bastion is not None else [])]:
+        through = f"    ProxyJump {bastion.name}\n" if bastion is not None and host is not bastion else ""
         blocks.append(
             f"Host {host.name} {host.address}\n"
             f"    HostName {host.address}\n"
+            f"{through}"
             "    User root\n"
             "    Port 22\n"
             f"    IdentityFile {state / KEY_NAME}\n"
@@ -49,8 +52,16 @@ def render_ssh_config(hosts: Sequence[HostSpec], state: Path) -> str:
     return "\n".join(blocks)
 
 
-def render_stack_config(hosts: Sequence[HostSpec], state_folder: str = ".simhosts") -> str:
-    """The Pulumi stack config of the simulator (namespace ``dslab``), to paste under ``config:``."""
+def render_stack_config(hosts: Sequence[HostSpec], state_folder: str = ".simhosts", bastion: HostSpec | None = None) -> str:
+    """The Pulumi stack config of the simulator (namespace ``dslab``), to paste under ``config:``;
+    with the lab's jump host when it has one."""
+    operator: dict[str, object] = {
+        # Relative to the repo root, which is the Pulumi project directory.
+        "private_key_path": f"{state_folder}/{KEY_NAME}",
+        "known_hosts_path": f"{state_folder}/{KNOWN_HOSTS}",
+    }
+    if bastion is not None:
+        operator["jump_host"] = {"address": bastion.address, "port": 22, "user": "root"}
     document = {
         "dslab:hosts": [
             {
@@ -63,11 +74,7 @@ def render_stack_config(hosts: Sequence[HostSpec], state_folder: str = ".simhost
             }
             for host in hosts
         ],
-        "dslab:operator": {
-            # Relative to the repo root, which is the Pulumi project directory.
-            "private_key_path": f"{state_folder}/{KEY_NAME}",
-            "known_hosts_path": f"{state_folder}/{KNOWN_HOSTS}",
-        },
+        "dslab:operator": operator,
     }
     return yaml.safe_dump(document, sort_keys=False, default_flow_style=False)
 
@@ -90,11 +97,13 @@ def ensure_operator_key(state: Path) -> str:
     return key.with_suffix(".pub").read_text().strip()
 
 
-def write_operator_files(state: Path, hosts: Sequence[HostSpec], keys_by_address: Mapping[str, Sequence[str]]) -> None:
+def write_operator_files(
+    state: Path, hosts: Sequence[HostSpec], keys_by_address: Mapping[str, Sequence[str]], bastion: HostSpec | None = None
+) -> None:
     """Write known_hosts, ssh_config, the docker CLI's ssh wrapper and stack-config.yaml."""
     _write(state / KNOWN_HOSTS, render_known_hosts(keys_by_address))
-    _write(state / SSH_CONFIG, render_ssh_config(hosts, state))
-    _write(state / STACK_CONFIG, render_stack_config(hosts, state.name))
+    _write(state / SSH_CONFIG, render_ssh_config(hosts, state, bastion))
+    _write(state / STACK_CONFIG, render_stack_config(hosts, state.name, bastion))
     wrapper = state / SSH_WRAPPER
     wrapper.parent.mkdir(mode=0o700, exist_ok=True)
     shutil.copyfile(paths.ASSETS / "operator-ssh.sh", wrapper)

@@ -26,7 +26,11 @@ FIRST_SUBNET = ipaddress.IPv4Network("10.0.18.0/24")
 LABEL = "dslab.lab"
 HOST_LABEL = "dslab.host"
 
-Role = Literal["manager", "worker"]
+Role = Literal["manager", "worker", "bastion"]
+BASTION = "bastion"
+"""The name of a lab's jump host (``up --bastion``): sshd only, in front of the servers."""
+BASTION_OFFSET = 20
+"""The bastion's address in the lab's subnet (lab 0: 10.0.18.20), clear of server1..server8."""
 
 
 @dataclass(frozen=True)
@@ -38,7 +42,7 @@ class HostSpec:
     address: str
     """Fixed IPv4 address on the lab's bridge."""
     role: Role
-    """Swarm role the Pulumi program gives it: server1 manages, the rest work."""
+    """Swarm role the Pulumi program gives it: server1 manages, the rest work; or the bastion."""
     container: str
     """Name of the container that is this host on the machine's engine, e.g. ``dslab-server1``;
     also the cgroup parent of the containers its engine runs."""
@@ -108,8 +112,21 @@ class SimLab:
             for index in range(1, count + 1)
         ]
 
+    @property
+    def bastion(self) -> HostSpec:
+        """The lab's jump host (``up --bastion``): sshd only; the operator then reaches the servers
+        through it alone."""
+        return HostSpec(
+            name=BASTION,
+            address=str(self.subnet.network_address + BASTION_OFFSET),
+            role="bastion",
+            container=f"{self.prefix}{BASTION}",
+        )
+
     def host(self, name: str) -> HostSpec:
-        """The spec of host ``name`` (``server1``..``server8``)."""
+        """The spec of host ``name`` (``server1``..``server8``, or ``bastion``)."""
+        if name == BASTION:
+            return self.bastion
         for host in self.hosts(MAX_HOSTS):
             if host.name == name:
                 return host

@@ -83,7 +83,9 @@ for spec in "${hosts[@]}"; do
       if grep -q 'REMOTE HOST IDENTIFICATION HAS CHANGED' "$answers/$name.err"; then
         echo "$name host-key-changed"
       elif [[ -n $jump ]]; then
-        echo "$name unreachable-behind-jump $last_error"
+        # The hop that failed, as assets/operator/jump-host.sh named it (ssh's own last line is not).
+        said=$(grep -m 1 -e 'from the jump host' -e '(operator.jump_host)' "$answers/$name.err" | tr -d '\r')
+        echo "$name unreachable-behind-jump ${said:-$last_error}"
       else
         echo "$name unreachable $last_error"
       fi

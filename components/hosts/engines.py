@@ -46,10 +46,21 @@ def docker_ssh_opts(private_key_path: str, known_hosts_path: str, jump: JumpHost
     return [*options, "-o", f"ProxyCommand={jump_proxy_command(options, jump)}"]
 
 
+JUMP_SCRIPT = "assets/operator/jump-host.sh"
+"""Relative to the project directory, where Pulumi runs providers and commands (ENGINE_WATCH)."""
+
+
 def jump_proxy_command(options: list[str], jump: JumpHost) -> str:
-    """How ssh reaches a host through JUMP: an ssh to the jump host, with the same OPTIONS (the
-    key, strict host keys against the same known_hosts: `-J` would apply neither to the jump),
-    that forwards the connection (`-W %h:%p`). ssh runs it with a shell; `%` is its token."""
+    """How ssh reaches a host through JUMP: assets/operator/jump-host.sh, an ssh to the jump host
+    with the same OPTIONS (the key, strict host keys against the same known_hosts: `-J` would
+    apply neither to the jump) that forwards the connection (`-W %h:%p`) and, when it fails,
+    names the hop. ssh runs it with a shell; `%` is its token."""
+    through = shlex.join([f"{jump.user}@{jump.address}", str(jump.port), *options]).replace("%", "%%")
+    return f"bash {JUMP_SCRIPT} %h %p {through}"
+
+
+def pasted_proxy_command(options: list[str], jump: JumpHost) -> str:
+    """jump_proxy_command for a line the user pastes anywhere: plain ssh, no script of ours."""
     line = shlex.join(["ssh", *options, "-p", str(jump.port), f"{jump.user}@{jump.address}"])
     return line.replace("%", "%%") + " -W %h:%p"
 
@@ -102,7 +113,7 @@ def operator_ssh_line(operator: OperatorConfig, host: Host, command: str, *, tty
     options = ["-i", operator.private_key_path or "<your key>", "-o", f"UserKnownHostsFile={operator.known_hosts_path}",
                "-o", "StrictHostKeyChecking=yes"]  # fmt: skip
     jump = operator.jump_host
-    through = f"-o {shlex.quote('ProxyCommand=' + jump_proxy_command(options, jump))} " if jump is not None else ""
+    through = f"-o {shlex.quote('ProxyCommand=' + pasted_proxy_command(options, jump))} " if jump is not None else ""
     return (
         f"ssh {' '.join(options)} {through}-p {host.ssh_port} {'-t ' if tty else ''}"
         f"{host.ssh_user}@{host.address} {command}"

@@ -208,7 +208,7 @@ def parse_answers(
         elif kind == "behind-jump":
             problems[host] = f"not asked: {jump_problem}"
         elif kind == "unreachable-behind-jump" and jump is not None:
-            problems[host] = f"cannot reach {where} from the jump host {jump.address}:{jump.port} over SSH: {rest}"
+            problems[host] = f"cannot reach {where} over SSH through the jump host {jump.address}:{jump.port}: {rest}"
         elif kind == "held":
             label, _, address = rest.partition(" ")
             if label == host:

@@ -16,7 +16,7 @@ import yaml
 from components.render.results import default_results_dir
 from harness.pulumi_cli import REPO, PulumiCli, ensure_toolchain
 from harness.stack_project import Stack, project_copy
-from tests.support.sim_hosts import host_fault, hosts_up, inspect, keep_build_cache, on_host
+from tests.support.sim_hosts import LAB, host_fault, hosts_up, inspect, keep_build_cache, on_host
 
 HOSTS = ("server1", "server2")
 CONTAINER = "llm"
@@ -30,19 +30,26 @@ LOGS: list[str] = []
 
 
 def fault_stack(
-    tmp_path_factory: pytest.TempPathFactory, name: str, others: tuple[str, ...] = (), converged: bool = False
+    tmp_path_factory: pytest.TempPathFactory,
+    name: str,
+    others: tuple[str, ...] = (),
+    converged: bool = False,
+    bastion: bool = False,
 ) -> Iterator[Stack]:
     """Stack NAME of a project copy for this lab (OTHERS: more stacks' files in it), from
-    nothing, or CONVERGED (after a first `up`); afterwards the hosts powered and connected, the
-    stack destroyed and the timings reported."""
+    nothing, or CONVERGED (after a first `up`); the lab behind its BASTION when asked (the
+    stack reaches the hosts through it); afterwards the hosts powered and connected, the stack
+    destroyed and the timings reported."""
     ensure_toolchain()
-    hosts_up(len(HOSTS))
+    hosts_up(len(HOSTS), bastion=bastion)
     for host in HOSTS:  # an earlier session's unfinished runs of this stack would be resumed
         on_host(host, "rm", "-rf", default_results_dir("dslab", name))
     work = tmp_path_factory.mktemp(f"{name}-e2e")
     cli = PulumiCli(project_dir=project_copy(work, (name, *others)), state_dir=work / "state")
     cli.run("stack", "init", name)
     stack = Stack(cli, name)
+    if bastion:
+        stack.merge_config({"operator": {"jump_host": {"address": LAB.bastion.address}}})
     if converged:
         up(stack)
         keep_build_cache()
@@ -50,7 +57,7 @@ def fault_stack(
     # Whatever a failed scenario left: hosts powered and connected, then nothing of ours.
     for host in HOSTS:
         host_fault("network-restore", host, check=False)
-    hosts_up(len(HOSTS))
+    hosts_up(len(HOSTS), bastion=bastion)
     cli.run("destroy", "--yes", "--stack", name, check=False)
     report_timings()
 

@@ -25,11 +25,13 @@ def address(host: str) -> str:
     return LAB.address(host)
 
 
-def hosts_up(hosts: int = 2) -> None:
+def hosts_up(hosts: int = 2, bastion: bool = False) -> None:
+    """The lab's hosts up, behind its bastion (the operator's direct routes dropped) or not."""
     subprocess.run(
-        [str(REPO / ".venv" / "bin" / "python"), "-m", "simhosts", "--lab", str(LAB.id), "up", "--hosts", str(hosts)],
+        [str(REPO / ".venv" / "bin" / "python"), "-m", "simhosts", "--lab", str(LAB.id), "up", "--hosts", str(hosts),
+         *(["--bastion"] if bastion else [])],
         cwd=REPO, check=True,
-    )
+    )  # fmt: skip
 
 
 def on_host(host: str, *command: str, check: bool = True) -> str:
@@ -53,7 +55,7 @@ def inspect(host: str, kind: str, name: str) -> dict[str, Any] | None:
 
 def host_fault(kind: str, host: str, check: bool = True) -> None:
     """`python -m simhosts fault KIND HOST`: engine-stop/start, engine-hang/resume, network-cut/restore,
-    host-stop/start."""
+    host-stop/start, sshd-stop/start."""
     subprocess.run(
         [str(REPO / ".venv" / "bin" / "python"), "-m", "simhosts", "--lab", str(LAB.id), "fault", kind, host],
         cwd=REPO, check=check,

@@ -29,15 +29,45 @@ def test_every_ssh_goes_through_the_jump_host_with_the_same_key_and_strict_host_
     direct = docker_ssh_opts("/keys/op key", "/kh/known_hosts")
     through = docker_ssh_opts("/keys/op key", "/kh/known_hosts", JUMP)
     assert through[: len(direct)] == direct and through[len(direct)] == "-o"
-    proxy = through[-1].removeprefix("ProxyCommand=")
-    assert through[-1].startswith("ProxyCommand=") and proxy.endswith(" -W %h:%p")
-    words = shlex.split(proxy)
-    assert words[0] == "ssh" and words[1 : 1 + len(direct)] == direct, "the jump host is checked as every host is"
-    assert words[-5:] == ["-p", "2200", "ops@10.0.18.5", "-W", "%h:%p"]
-    assert "/keys/op key" in words, "a path with a space stays one word"
+    assert through[-1].startswith("ProxyCommand=")
+    words = shlex.split(through[-1].removeprefix("ProxyCommand="))
+    assert words[:6] == ["bash", "assets/operator/jump-host.sh", "%h", "%p", "ops@10.0.18.5", "2200"]
+    assert words[6:] == direct, "the jump host is checked as every host is; a path with a space stays one word"
     assert docker_ssh_opts("/k/50%", "/kh", JUMP)[-1].count("/k/50%%") == 1, "ssh's % token escaped in paths"
     assert operator_ssh_opts(behind_jump().operator) == docker_ssh_opts(
         ".simhosts/operator_ed25519", ".simhosts/known_hosts", JUMP
+    )
+
+
+def test_the_proxy_names_the_hop_that_failed(tmp_path: Path) -> None:
+    # A stand-in ssh: the jump host 10.0.18.5 forwards to 10.0.18.1 only; 10.0.18.9 refuses.
+    (tmp_path / "ssh").write_text(
+        "#!/bin/bash\n"
+        'case "$*" in\n'
+        '  *10.0.18.9*) echo "ssh: connect to host 10.0.18.9 port 22: Connection refused" >&2; exit 255;;\n'
+        '  *"-W 10.0.18.1:22"*) exit 0;;\n'
+        '  *) printf "channel 0: open failed: connect failed: Connection refused\\nstdio forwarding failed\\n" >&2; exit 255;;\n'
+        "esac\n"
+    )
+    (tmp_path / "ssh").chmod(0o755)
+
+    def proxy(host: str, jump: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["bash", str(REPO / "assets/operator/jump-host.sh"), host, "22", f"ops@{jump}", "22", "-o", "BatchMode=yes"],
+            capture_output=True, text=True, env={"PATH": f"{tmp_path}:/usr/bin:/bin"}, timeout=30,
+        )  # fmt: skip
+
+    assert proxy("10.0.18.1", "10.0.18.5").returncode == 0
+    jump_down = proxy("10.0.18.1", "10.0.18.9")
+    assert (jump_down.returncode, jump_down.stderr) == (
+        255,
+        "the jump host 10.0.18.9:22 (operator.jump_host) refused or did not answer: "
+        "ssh: connect to host 10.0.18.9 port 22: Connection refused\n",
+    )
+    host_down = proxy("10.0.18.2", "10.0.18.5")
+    assert (host_down.returncode, host_down.stderr) == (
+        255,
+        "cannot reach 10.0.18.2:22 from the jump host 10.0.18.5:22: channel 0: open failed: connect failed: Connection refused\n",
     )
 
 
@@ -99,7 +129,7 @@ def test_a_host_the_jump_host_cannot_reach_is_named_with_the_hop(tmp_path: Path)
     facts = parse_answers(answers, HOSTS, "kh", want_mtu=False, jump=JumpHost(address="10.0.18.5", user="ops"))
     assert "server1" not in facts.problems, "asked through the jump host"
     assert facts.problems["server2"] == (
-        "cannot reach server2 (10.0.18.9:22) from the jump host 10.0.18.5:22 over SSH: "
+        "cannot reach server2 (10.0.18.9:22) over SSH through the jump host 10.0.18.5:22: "
         "ssh: connect to host 10.0.18.9 port 22: Connection refused"
     )
 
