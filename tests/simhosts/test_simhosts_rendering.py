@@ -99,3 +99,18 @@ def test_loopback_resolvers_are_not_handed_to_hosts(tmp_path: Path) -> None:
     resolv = tmp_path / "resolv.conf"
     resolv.write_text("nameserver 127.0.0.53\nnameserver 10.255.255.53\nnameserver ::1\noptions edns0\n")
     assert lifecycle.machine_nameservers(resolv) == ["10.255.255.53"]
+
+
+def test_a_lab_behind_its_bastion_reaches_each_host_through_it_and_the_stack_names_it() -> None:
+    lab = SimLab(3)
+    bastion = lab.bastion
+    assert (bastion.name, bastion.address, bastion.container) == ("bastion", "10.0.21.20", "dslab3-bastion")
+    assert lab.host("bastion") == bastion and bastion.address not in {host.address for host in lab.hosts(8)}
+    config = operator_files.render_ssh_config(lab.hosts(2), Path("/state"), bastion)
+    blocks = {block.splitlines()[0]: block for block in config.split("\n\n")}
+    assert "    ProxyJump bastion\n" in blocks["Host server1 10.0.21.1"]
+    assert "ProxyJump" not in blocks["Host bastion 10.0.21.20"], "the bastion itself is reached directly"
+    assert "    StrictHostKeyChecking yes\n" in blocks["Host bastion 10.0.21.20"]
+    stack = yaml.safe_load(operator_files.render_stack_config(lab.hosts(2), ".simhosts-3", bastion))
+    assert stack["dslab:operator"]["jump_host"] == {"address": "10.0.21.20", "port": 22, "user": "root"}
+    assert "jump_host" not in yaml.safe_load(operator_files.render_stack_config(lab.hosts(2)))["dslab:operator"]
