@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 from components.render.results import default_results_dir
-from tests.support.sim_hosts import address, hosts_up, inspect, keep_build_cache, on_host
+from tests.support.sim_hosts import address, hosts_up, inspect, keep_build_cache, on_host, reuse_built_images
 from harness.pulumi_cli import PulumiCli, ensure_toolchain
 from harness.stack_project import Stack, project_copy
 
@@ -28,6 +28,7 @@ RESULTS = default_results_dir("dslab", STACK)
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     ensure_toolchain()
     hosts_up(len(HOSTS))
+    reuse_built_images()
     for host in HOSTS:  # an earlier session's runs of this stack
         on_host(host, "rm", "-rf", RESULTS)
     work = tmp_path_factory.mktemp("host-mode-e2e")

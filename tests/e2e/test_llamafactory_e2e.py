@@ -21,7 +21,7 @@ import pytest
 
 from components.render.results import default_results_dir
 from tests.support.pulumi_output import change_counts
-from tests.support.sim_hosts import SSH_CONFIG, host_fault, hosts_up, keep_build_cache, on_host
+from tests.support.sim_hosts import SSH_CONFIG, host_fault, hosts_up, keep_build_cache, on_host, reuse_built_images
 from harness.pulumi_cli import REPO, PulumiCli, ensure_toolchain
 from harness.stack_project import Stack, project_copy
 from tests.support.tiny_llamafactory import DATASETS, INPUTS, MODEL, TINY_LORA_SFT
@@ -48,6 +48,7 @@ def in_manager(*command: str, check: bool = True) -> str:
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     ensure_toolchain()
     hosts_up(len(HOSTS))
+    reuse_built_images()
     for host in HOSTS:  # an earlier session's unfinished runs of this stack would be resumed
         on_host(host, "rm", "-rf", RESULTS)
     for host in HOSTS:

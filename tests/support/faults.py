@@ -16,7 +16,7 @@ import yaml
 from components.render.results import default_results_dir
 from harness.pulumi_cli import REPO, PulumiCli, ensure_toolchain
 from harness.stack_project import Stack, project_copy
-from tests.support.sim_hosts import LAB, host_fault, hosts_up, inspect, keep_build_cache, on_host
+from tests.support.sim_hosts import LAB, host_fault, hosts_up, inspect, keep_build_cache, on_host, reuse_built_images
 
 HOSTS = ("server1", "server2")
 CONTAINER = "llm"
@@ -42,6 +42,7 @@ def fault_stack(
     destroyed and the timings reported."""
     ensure_toolchain()
     hosts_up(len(HOSTS), bastion=bastion)
+    reuse_built_images(HOSTS)
     for host in HOSTS:  # an earlier session's unfinished runs of this stack would be resumed
         on_host(host, "rm", "-rf", default_results_dir("dslab", name))
     work = tmp_path_factory.mktemp(f"{name}-e2e")
