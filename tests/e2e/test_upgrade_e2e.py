@@ -18,7 +18,7 @@ import pytest
 
 from harness.pulumi_cli import REPO, PulumiCli, ensure_toolchain
 from harness.stack_project import Stack, project_copy, use_code
-from tests.support.sim_hosts import hosts_up, inspect, on_host, reuse_built_images
+from tests.support.sim_hosts import hosts_up, inspect, keep_build_cache, on_host, reuse_built_images
 
 pytestmark = [pytest.mark.e2e, pytest.mark.program]
 
@@ -74,6 +74,7 @@ def test_a_stack_the_release_made_is_taken_over_after_one_upgrade_command(stack:
     workload = {"kind": "script", "entrypoint": "/opt/dslab/train_tiny.py", "args": ["--steps", "20"]}
     stack.merge_config({"training": {"launch": False, "workload": workload}})
     stack.pulumi("up", "--yes")
+    keep_build_cache()  # the release's classic builder finds its layers on the next run
     before = containers()
 
     use_code(stack.cli.project_dir, None)
