@@ -161,7 +161,7 @@ def test_there_is_no_option_to_turn_host_key_checking_off() -> None:
     values = lab(operator={"private_key_path": "k", "strict_host_key_checking": False})
     assert problems(values) == [
         "dslab:operator.strict_host_key_checking: unknown key; remove it; known keys: "
-        "private_key_path, private_key, known_hosts_path, host_timeout"
+        "private_key_path, private_key, known_hosts_path, jump_host, host_timeout"
     ]
 
 
