@@ -28,7 +28,6 @@ RESULTS = default_results_dir("dslab", STACK)
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     ensure_toolchain()
     hosts_up(len(HOSTS))
-    reuse_built_images()
     for host in HOSTS:  # an earlier session's runs of this stack
         on_host(host, "rm", "-rf", RESULTS)
     work = tmp_path_factory.mktemp("host-mode-e2e")
@@ -37,6 +36,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     stack = Stack(cli, STACK)
     stack.pulumi("config", "set", "--path", "network.mode", "host")
     stack.pulumi("config", "set", "--path", "training.results_on_destroy", "remove")
+    reuse_built_images(cli.project_dir, STACK)
     yield stack
     cli.run("destroy", "--yes", "--stack", STACK, check=False)
 

@@ -48,7 +48,6 @@ def in_manager(*command: str, check: bool = True) -> str:
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     ensure_toolchain()
     hosts_up(len(HOSTS))
-    reuse_built_images()
     for host in HOSTS:  # an earlier session's unfinished runs of this stack would be resumed
         on_host(host, "rm", "-rf", RESULTS)
     for host in HOSTS:
@@ -64,6 +63,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
 def test_the_image_with_llamafactory_makes_the_tiny_model_and_dataset(stack: Stack) -> None:
     stack.merge_config({"image": {"llamafactory": "0.9.4"}, "training": {"launch": False}})
+    reuse_built_images(stack.cli.project_dir, STACK)
     stack.pulumi("up", "--yes")
     keep_build_cache()
     image_ids = stack.outputs()["image_ids"]

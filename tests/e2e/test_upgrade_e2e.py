@@ -18,7 +18,7 @@ import pytest
 
 from harness.pulumi_cli import REPO, PulumiCli, ensure_toolchain
 from harness.stack_project import Stack, project_copy, use_code
-from tests.support.sim_hosts import hosts_up, inspect, keep_build_cache, on_host, reuse_built_images
+from tests.support.sim_hosts import hosts_up, inspect, keep_build_cache, on_host
 
 pytestmark = [pytest.mark.e2e, pytest.mark.program]
 
@@ -35,7 +35,6 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         pytest.skip(f"this clone does not hold the release {RELEASE[:12]} (a shallow clone?)")
     ensure_toolchain()
     hosts_up(len(HOSTS))
-    reuse_built_images()
     work = tmp_path_factory.mktemp("upgrade-e2e")
     project = project_copy(work, (STACK,))
     cli = PulumiCli(project_dir=project, state_dir=work / "state")

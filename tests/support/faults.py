@@ -42,7 +42,6 @@ def fault_stack(
     destroyed and the timings reported."""
     ensure_toolchain()
     hosts_up(len(HOSTS), bastion=bastion)
-    reuse_built_images(HOSTS)
     for host in HOSTS:  # an earlier session's unfinished runs of this stack would be resumed
         on_host(host, "rm", "-rf", default_results_dir("dslab", name))
     work = tmp_path_factory.mktemp(f"{name}-e2e")
@@ -51,6 +50,7 @@ def fault_stack(
     stack = Stack(cli, name)
     if bastion:
         stack.merge_config({"operator": {"jump_host": {"address": LAB.bastion.address}}})
+    reuse_built_images(cli.project_dir, name, HOSTS)
     if converged:
         up(stack)
         keep_build_cache()

@@ -8,8 +8,11 @@ from __future__ import annotations
 import json
 import subprocess
 import time
+from pathlib import Path
 from typing import Any
 
+from components.config import load_stack_file
+from components.render.build_context import training_image_source
 from harness.pulumi_cli import REPO
 from simhosts.plan import lab_from_env
 
@@ -77,17 +80,18 @@ def keep_build_cache(hosts: tuple[str, ...] = ("server1", "server2")) -> None:
             on_host(host, "docker", "tag", image, f"{BUILD_CACHE_REPOSITORY}/{image.split('/', 1)[1]}")
 
 
-def reuse_built_images(hosts: tuple[str, ...] = ("server1", "server2")) -> None:
-    """The images earlier modules built on this lab (kept by keep_build_cache) tagged back under
-    their own names on each host: the lab as after a destroy that kept the images, so a module's
-    first `up` builds and copies only what no module built before (~1-2 min of build and copy
-    saved per module; the program's module starts cold and proves that path)."""
+def reuse_built_images(project: Path, stack: str, hosts: tuple[str, ...] = ("server1", "server2")) -> None:
+    """The training image STACK's file (in PROJECT) names, when an earlier module built it on this
+    lab (keep_build_cache kept it), tagged back under its own name on each host: the lab as after a
+    destroy that kept the image, so the module's first `up` neither builds nor copies it again
+    (~1-2 min saved per module; the program's module starts cold and proves that path). Only
+    that tag: whatever else `destroy` leaves is still found."""
+    config = load_stack_file(project / f"Pulumi.{stack}.yaml")
+    tag = training_image_source(config.image, project).tag
+    cached = f"{BUILD_CACHE_REPOSITORY}/{tag.split('/', 1)[1]}"
     for host in hosts:
-        cached = on_host(
-            host, "docker", "images", "--format", "{{.Repository}}:{{.Tag}}", "--filter", f"reference={BUILD_CACHE_REPOSITORY}/*"
-        )
-        for image in cached.split():
-            on_host(host, "docker", "tag", image, f"dslab/{image.split('/', 1)[1]}")
+        if on_host(host, "docker", "image", "inspect", "--format", "{{.Id}}", cached, check=False).strip():
+            on_host(host, "docker", "tag", cached, tag)
 
 
 def wait_for_sshd(host: str, container: str = "llm", timeout: float = 60) -> None:
