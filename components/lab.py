@@ -250,12 +250,17 @@ class Lab(pulumi.ComponentResource):
         copy_step = copy_step_name(step, source.tag)
         return TrainingImageArgs(
             hosts=tuple(
-                ImageHost(node.name, self.engines[node.name], ssh_destination(by_name[node.name])) for node in self.nodes
+                ImageHost(
+                    node.name,
+                    self.engines[node.name],
+                    ssh_destination(by_name[node.name]),
+                    tuple(operator_ssh_opts(operator, by_name[node.name])),
+                )
+                for node in self.nodes
             ),
             source=source,
             distribution=self.config.image.distribution,
             step=copy_step,
-            ssh_options=tuple(operator_ssh_opts(operator)),
             generations={
                 node.name: self.host_steps.generation(
                     node.name, copy_step, image_verdict(self.facts, node.name, source.tag)
@@ -296,7 +301,7 @@ class Lab(pulumi.ComponentResource):
                 on_destroy=self.config.training.results_on_destroy,
                 stack_file=f"Pulumi.{owner.rsplit('/', 1)[-1]}.yaml",
                 destinations={host.name: ssh_destination(host) for host in self.config.hosts},
-                ssh_options=tuple(operator_ssh_opts(operator)),
+                ssh_options={host.name: tuple(operator_ssh_opts(operator, host)) for host in self.config.hosts},
                 stack_tag=stack_tag(owner),
                 emptied_dirs=emptied_dirs(self.config, owner),
                 after=self.claims.resources,
@@ -421,7 +426,7 @@ class Lab(pulumi.ComponentResource):
                 path=loss_plot_copy(project_dir, pulumi.get_stack()),
                 source=source,
                 destination=ssh_destination(self.config.manager),
-                ssh_options=tuple(operator_ssh_opts(operator)),
+                ssh_options=tuple(operator_ssh_opts(operator, self.config.manager)),
             ),
             pulumi.ResourceOptions(parent=self),
         )

@@ -87,6 +87,11 @@ class Stack:
         completed = self.cli.run(*args, "--stack", self.name, check=False, timeout=timeout)
         return completed.returncode, completed.stdout + completed.stderr
 
+    def config_value(self, key: str) -> Any:
+        """The stack file's value of `dslab:KEY` (None when it has none)."""
+        path = self.cli.project_dir / f"Pulumi.{self.name}.yaml"
+        return yaml.safe_load(path.read_text(encoding="utf-8"))["config"].get(f"dslab:{key}")
+
     def merge_config(self, change: dict[str, Any]) -> None:
         """Sets top-level keys (without the dslab: namespace) in the stack file; a mapping is
         merged one level deep into the one there, anything else replaces it."""

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The image built on one host, copied to another through this machine (image.distribution:
 # build-once): `docker save` on FROM piped into `docker load` on TO.
-#   ship TAG STEP ID FROM TO -- SSH_OPTION...  copies TAG unless TO has it as image ID (the
-#                                               builder's), marks STEP on TO (generation
-#                                               $DSLAB_GEN) so the hosts' probe sees the
-#                                               image removed
+#   ship TAG STEP ID FROM TO -- SSH_OPTION... [-- TO_SSH_OPTION...]
+#                                           copies TAG unless TO has it as image ID (the
+#                                           builder's), marks STEP on TO (generation
+#                                           $DSLAB_GEN) so the hosts' probe sees the image
+#                                           removed; TO_SSH_OPTION where TO is reached
+#                                           otherwise (through another jump host)
 #   remove TAG STEP TO -- SSH_OPTION...     removes TAG on TO (kept while a container uses
-#                                            it) and the mark
+#                                           it) and the mark
 # FROM, TO: USER@ADDRESS:PORT. stdin: host/image-mark.sh, run on TO for the mark. Progress
 # every 15 s while the image travels (a large one takes minutes).
 set -euo pipefail
@@ -18,32 +20,42 @@ shift 3
 hosts=()
 while [[ $# -gt 0 && $1 != -- ]]; do hosts+=("$1"); shift; done
 shift  # --
-ssh_options=("$@")
+# The first host's options, then the second's (the same unless given).
+options_0=() options_1=()
+while [[ $# -gt 0 && $1 != -- ]]; do options_0+=("$1"); shift; done
+if [[ $# -gt 0 ]]; then
+  shift
+  options_1=("$@")
+else
+  # shellcheck disable=SC2034  # read by on(), by name
+  options_1=("${options_0[@]}")
+fi
 mark_script=$(cat)
 
-on() {  # on USER@ADDRESS:PORT COMMAND...: COMMAND on that host
-  local destination=$1
+on() {  # on INDEX COMMAND...: COMMAND on hosts[INDEX]
+  local -n options="options_$1"
+  local destination=${hosts[$1]}
   shift
-  ssh "${ssh_options[@]}" -p "${destination##*:}" "${destination%:*}" "$@"
+  ssh "${options[@]}" -p "${destination##*:}" "${destination%:*}" "$@"
 }
-mark() {  # mark TO ACTION: host/image-mark.sh ACTION TAG STEP on TO
+mark() {  # mark INDEX ACTION: host/image-mark.sh ACTION TAG STEP on hosts[INDEX]
   on "$1" env "DSLAB_GEN=${DSLAB_GEN:-0}" bash -s -- "$2" "$tag" "$step" <<<"$mark_script"
 }
 
 case $action in
   ship)
-    from=${hosts[0]} to=${hosts[1]}
-    if [[ "$(on "$to" docker image inspect "$tag" --format '{{.Id}}' 2>/dev/null)" == "$id" ]]; then
+    to=${hosts[1]}
+    if [[ "$(on 1 docker image inspect "$tag" --format '{{.Id}}' 2>/dev/null)" == "$id" ]]; then
       echo "$tag already on ${to%:*}" >&2
     else
       still_sending() { echo "still sending $tag to ${to%:*}: $SECONDS s" >&2; }
       tick_while_running still_sending
-      on "$from" docker save "$tag" | on "$to" docker load >/dev/null
+      on 0 docker save "$tag" | on 1 docker load >/dev/null
       stop_ticking
       echo "sent $tag to ${to%:*} in $SECONDS s" >&2
     fi
-    mark "$to" mark
+    mark 1 mark
     ;;
-  remove) mark "${hosts[0]}" remove ;;
-  *) echo "usage: image-ship.sh ship TAG STEP ID FROM TO -- SSH_OPTION... | remove TAG STEP TO -- SSH_OPTION..." >&2; exit 64 ;;
+  remove) mark 0 remove ;;
+  *) echo "usage: image-ship.sh ship TAG STEP ID FROM TO -- SSH_OPTION... [-- TO_SSH_OPTION...] | remove TAG STEP TO -- SSH_OPTION..." >&2; exit 64 ;;
 esac

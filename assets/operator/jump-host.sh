@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# ssh's ProxyCommand through the lab's jump host (operator.jump_host): forwards this connection
-# to HOST:PORT (ssh -W), and when that fails says which hop did: the jump host itself (down, its
-# host key changed, the login refused) or HOST, not reachable from it. ssh prints only its own
-# last word ("Connection closed by UNKNOWN port 65535") otherwise.
-# Usage: jump-host.sh HOST PORT JUMP_USER@JUMP_ADDRESS JUMP_PORT SSH_OPTION...
+# ssh's ProxyCommand through a host's jump host (SETTING: operator.jump_host, or the host's own
+# jump_host): forwards this connection to HOST:PORT (ssh -W), and when that fails says which hop
+# did: the jump host itself (down, its host key changed, the login refused) or HOST, not
+# reachable from it. ssh prints only its own last word ("Connection closed by UNKNOWN port
+# 65535") otherwise.
+# Usage: jump-host.sh HOST PORT JUMP_USER@JUMP_ADDRESS JUMP_PORT SETTING SSH_OPTION...
 set -uo pipefail
-host=$1 port=$2 jump=$3 jump_port=$4
-shift 4
+host=$1 port=$2 jump=$3 jump_port=$4 setting=$5
+shift 5
 errors=$(mktemp)
 trap 'rm -f "$errors"' EXIT
 rc=0
@@ -17,7 +18,7 @@ if [[ $rc -ne 0 ]]; then
   if grep -q -e 'open failed' -e 'stdio forwarding failed' "$errors"; then
     echo "cannot reach $host:$port from the jump host ${jump#*@}:$jump_port: $said" >&2
   else
-    echo "the jump host ${jump#*@}:$jump_port (operator.jump_host) refused or did not answer: $said" >&2
+    echo "the jump host ${jump#*@}:$jump_port ($setting) refused or did not answer: $said" >&2
   fi
 fi
 exit "$rc"

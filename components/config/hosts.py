@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field, model_validator
 
 from components.config.base import ConfigProblems, FrozenModel, Problems
+from components.config.jump_host import JumpHost, JumpRoute, jump_route
 from components.config.fields import (
     AbsolutePath,
     EnvName,
@@ -116,6 +117,19 @@ class Host(FrozenModel):
     overrides: HostOverrides = Field(
         default_factory=HostOverrides, description="Per-host container additions."
     )
+    jump_host: JumpHost | None = Field(
+        default=None,
+        description=(
+            "The bastion in front of this host, where hosts sit behind different ones; replaces "
+            "operator.jump_host for this host. Default: operator.jump_host (none: reached directly)."
+        ),
+        examples=[{"address": "192.0.2.11", "user": "ops"}],
+    )
+
+    def jump_route(self, lab_wide: JumpHost | None) -> JumpRoute | None:
+        """The jump host every connection to this host goes through, if any (LAB_WIDE:
+        operator.jump_host)."""
+        return jump_route(self.name, self.jump_host, lab_wide)
 
     @model_validator(mode="before")
     @classmethod

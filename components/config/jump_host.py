@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pydantic import Field
 
 from components.config.base import FrozenModel
@@ -23,3 +25,22 @@ class JumpHost(FrozenModel):
     def destination(self) -> str:
         """`user@address:port`, as our operator scripts take a host."""
         return f"{self.user}@{self.address}:{self.port}"
+
+
+@dataclass(frozen=True)
+class JumpRoute:
+    """How one host is reached: through JUMP, set by SETTING (named in every message about it)."""
+
+    jump: JumpHost
+    setting: str
+    """`operator.jump_host`, or `server2's jump_host` for a host's own."""
+
+
+def jump_route(host_name: str, own: JumpHost | None, lab_wide: JumpHost | None) -> JumpRoute | None:
+    """The jump host in front of HOST_NAME: its OWN (`hosts[].jump_host`) over the LAB_WIDE one
+    (`operator.jump_host`); None when it is reached directly."""
+    if own is not None:
+        return JumpRoute(own, f"{host_name}'s jump_host")
+    if lab_wide is not None:
+        return JumpRoute(lab_wide, "operator.jump_host")
+    return None

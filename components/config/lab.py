@@ -13,6 +13,7 @@ from components.config.base import FrozenModel, Loc, Problems
 from components.config.container import ContainerConfig
 from components.config.hosts import Host, Hosts
 from components.config.image import ImageConfig
+from components.config.jump_host import JumpHost
 from components.config.network import NetworkConfig
 from components.config.operator import OperatorConfig
 from components.config.training import TrainingConfig
@@ -65,15 +66,15 @@ class LabConfig(FrozenModel):
     @model_validator(mode="after")
     def _cross_section_rules(self) -> LabConfig:
         problems = self._host_mode_problems() if self.network.mode == "host" else self._address_problems()
-        jump = self.operator.jump_host
-        for index, host in enumerate(self.hosts):
-            if jump is not None and (host.address, host.ssh_port) == (jump.address, jump.port):
-                problems.add(
-                    ("operator", "jump_host", "address"),
-                    f"{jump.address}:{jump.port} is hosts[{index}] ({host.name}); a jump host is the "
-                    "login node in front of the lab, not one of its hosts: remove it from hosts, or "
-                    "give the bastion's own address",
-                )
+        for loc, jump in self.jump_hosts:
+            for index, host in enumerate(self.hosts):
+                if (host.address, host.ssh_port) == (jump.address, jump.port):
+                    problems.add(
+                        (*loc, "address"),
+                        f"{jump.address}:{jump.port} is hosts[{index}] ({host.name}); a jump host is the "
+                        "login node in front of the lab, not one of its hosts: remove it from hosts, or "
+                        "give the bastion's own address",
+                    )
         batch = self._batch_problem()
         if batch is not None:
             problems.add(("training", "deepspeed", "train_batch_size"), batch)
@@ -221,6 +222,15 @@ class LabConfig(FrozenModel):
     def manager(self) -> Host:
         """The swarm manager (validation guarantees exactly one)."""
         return next(host for host in self.hosts if host.role == "manager")
+
+    @property
+    def jump_hosts(self) -> list[tuple[Loc, JumpHost]]:
+        """Every jump host the stack names (operator.jump_host, then the hosts' own), with its key."""
+        named: list[tuple[Loc, JumpHost]] = [(("hosts", index, "jump_host"), host.jump_host)
+                                             for index, host in enumerate(self.hosts) if host.jump_host is not None]  # fmt: skip
+        if self.operator.jump_host is not None:
+            named.insert(0, (("operator", "jump_host"), self.operator.jump_host))
+        return named
 
     @property
     def workers(self) -> tuple[Host, ...]:

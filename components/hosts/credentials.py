@@ -3,7 +3,7 @@ the operator's known_hosts trusts for it, checked on every connection."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pulumi
@@ -24,8 +24,9 @@ class OperatorCredentials:
 
     private_key: pulumi.Input[str]
     host_keys: dict[str, str]
-    jump: command.remote.ProxyConnectionArgs | None = None
-    """The jump host every connection goes through (operator.jump_host), its key checked."""
+    proxies: dict[str, command.remote.ProxyConnectionArgs] = field(default_factory=dict)
+    """Per host name behind a jump host (operator.jump_host or its own): the jump host, its key
+    checked."""
 
 
 def read_operator_credentials(config: LabConfig, project_dir: Path) -> OperatorCredentials:
@@ -44,21 +45,25 @@ def read_operator_credentials(config: LabConfig, project_dir: Path) -> OperatorC
             raise ValueError(f"{operator.known_hosts_path} holds no key for {host.name} ({host.address})")
         host_keys[host.name] = key
     private_key = pulumi.Output.secret(text.rstrip("\n") + "\n")
-    jump = None
-    if operator.jump_host is not None:
-        jump_key = host_key(known_hosts, operator.jump_host.address, operator.jump_host.port)
+    proxies: dict[str, command.remote.ProxyConnectionArgs] = {}
+    for host in config.hosts:
+        route = host.jump_route(operator.jump_host)
+        if route is None:
+            continue
+        jump = route.jump
+        jump_key = host_key(known_hosts, jump.address, jump.port)
         if jump_key is None:
-            raise ValueError(f"{operator.known_hosts_path} holds no key for the jump host ({operator.jump_host.address})")
-        jump = command.remote.ProxyConnectionArgs(
-            host=operator.jump_host.address,
-            port=operator.jump_host.port,
-            user=operator.jump_host.user,
+            raise ValueError(f"{operator.known_hosts_path} holds no key for the jump host ({jump.address}, {route.setting})")
+        proxies[host.name] = command.remote.ProxyConnectionArgs(
+            host=jump.address,
+            port=jump.port,
+            user=jump.user,
             private_key=private_key,
             host_key=jump_key,
             dial_error_limit=DIAL_ATTEMPTS,
             per_dial_timeout=DIAL_TIMEOUT_SECONDS,
         )
-    return OperatorCredentials(private_key=private_key, host_keys=host_keys, jump=jump)
+    return OperatorCredentials(private_key=private_key, host_keys=host_keys, proxies=proxies)
 
 
 def command_connection(host: Host, credentials: OperatorCredentials) -> command.remote.ConnectionArgs:
@@ -70,5 +75,5 @@ def command_connection(host: Host, credentials: OperatorCredentials) -> command.
         host_key=credentials.host_keys[host.name],
         dial_error_limit=DIAL_ATTEMPTS,
         per_dial_timeout=DIAL_TIMEOUT_SECONDS,
-        proxy=credentials.jump,
+        proxy=credentials.proxies.get(host.name),
     )

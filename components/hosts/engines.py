@@ -14,7 +14,7 @@ import pulumi
 import pulumi_docker as docker
 
 from components.config import Host, OperatorConfig
-from components.config.jump_host import JumpHost
+from components.config.jump_host import JumpHost, JumpRoute
 
 
 def ssh_destination(host: Host) -> str:
@@ -27,10 +27,10 @@ def docker_host_url(host: Host) -> str:
     return f"ssh://{ssh_destination(host)}"
 
 
-def docker_ssh_opts(private_key_path: str, known_hosts_path: str, jump: JumpHost | None = None) -> list[str]:
+def docker_ssh_opts(private_key_path: str, known_hosts_path: str, route: JumpRoute | None = None) -> list[str]:
     """ssh options of the docker CLI's connection: our key only, the operator's known_hosts,
     strict host keys, never a prompt; keep-alives bound how long a cut network can hang us.
-    Through JUMP when given (jump_proxy_command)."""
+    Through ROUTE's jump host when given (jump_proxy_command)."""
     options = [
         "-i", private_key_path,
         "-o", "IdentitiesOnly=yes",
@@ -41,21 +41,27 @@ def docker_ssh_opts(private_key_path: str, known_hosts_path: str, jump: JumpHost
         "-o", "ServerAliveInterval=5",
         "-o", "ServerAliveCountMax=4",
     ]  # fmt: skip
-    if jump is None:
+    if route is None:
         return options
-    return [*options, "-o", f"ProxyCommand={jump_proxy_command(options, jump)}"]
+    return [*options, "-o", jump_option(options, route)]
 
 
 JUMP_SCRIPT = "assets/operator/jump-host.sh"
 """Relative to the project directory, where Pulumi runs providers and commands (ENGINE_WATCH)."""
 
 
-def jump_proxy_command(options: list[str], jump: JumpHost) -> str:
-    """How ssh reaches a host through JUMP: assets/operator/jump-host.sh, an ssh to the jump host
+def jump_option(options: list[str], route: JumpRoute) -> str:
+    """The `-o` value that sends an ssh with OPTIONS through ROUTE's jump host."""
+    return f"ProxyCommand={jump_proxy_command(options, route)}"
+
+
+def jump_proxy_command(options: list[str], route: JumpRoute) -> str:
+    """How ssh reaches a host through ROUTE: assets/operator/jump-host.sh, an ssh to the jump host
     with the same OPTIONS (the key, strict host keys against the same known_hosts: `-J` would
     apply neither to the jump) that forwards the connection (`-W %h:%p`) and, when it fails,
-    names the hop. ssh runs it with a shell; `%` is its token."""
-    through = shlex.join([f"{jump.user}@{jump.address}", str(jump.port), *options]).replace("%", "%%")
+    names the hop (and the setting that names the jump host). ssh runs it with a shell; `%` is its token."""
+    jump = route.jump
+    through = shlex.join([f"{jump.user}@{jump.address}", str(jump.port), route.setting, *options]).replace("%", "%%")
     return f"bash {JUMP_SCRIPT} %h %p {through}"
 
 
@@ -65,9 +71,10 @@ def pasted_proxy_command(options: list[str], jump: JumpHost) -> str:
     return line.replace("%", "%%") + " -W %h:%p"
 
 
-def operator_ssh_opts(operator: OperatorConfig) -> list[str]:
-    """docker_ssh_opts for the stack's operator: its key, its known_hosts, its jump host."""
-    return docker_ssh_opts(private_key_file(operator), operator.known_hosts_path, operator.jump_host)
+def operator_ssh_opts(operator: OperatorConfig, host: Host) -> list[str]:
+    """docker_ssh_opts for the stack's operator to reach HOST: its key, its known_hosts, the
+    host's jump host."""
+    return docker_ssh_opts(private_key_file(operator), operator.known_hosts_path, host.jump_route(operator.jump_host))
 
 
 ENGINE_WATCH = "assets/operator/engine-watch.sh"
@@ -82,7 +89,7 @@ def engine_watch_opts(host: Host, operator: OperatorConfig) -> list[str]:
     call waiting 20 minutes."""
     watch = shlex.join(
         [host.name, f"{host.ssh_user}@{host.address}", str(host.ssh_port), str(operator.host_timeout), "--",
-         *operator_ssh_opts(operator)]
+         *operator_ssh_opts(operator, host)]
     )  # fmt: skip
     # $PPID, for the shell ssh runs it with, is that ssh; ssh expands %-tokens in the line.
     local_command = f"bash {ENGINE_WATCH} $PPID {watch}".replace("%", "%%")
@@ -112,8 +119,10 @@ def operator_ssh_line(operator: OperatorConfig, host: Host, command: str, *, tty
     stack's key and known_hosts (strict host keys, as the program does), through its jump host."""
     options = ["-i", operator.private_key_path or "<your key>", "-o", f"UserKnownHostsFile={operator.known_hosts_path}",
                "-o", "StrictHostKeyChecking=yes"]  # fmt: skip
-    jump = operator.jump_host
-    through = f"-o {shlex.quote('ProxyCommand=' + pasted_proxy_command(options, jump))} " if jump is not None else ""
+    route = host.jump_route(operator.jump_host)
+    through = (
+        f"-o {shlex.quote('ProxyCommand=' + pasted_proxy_command(options, route.jump))} " if route is not None else ""
+    )
     return (
         f"ssh {' '.join(options)} {through}-p {host.ssh_port} {'-t ' if tty else ''}"
         f"{host.ssh_user}@{host.address} {command}"
@@ -126,7 +135,7 @@ def host_engine(host: Host, operator: OperatorConfig, parent: pulumi.Resource) -
         f"{host.name}-docker",
         host=docker_host_url(host),
         ssh_opts=[
-            *operator_ssh_opts(operator),
+            *operator_ssh_opts(operator, host),
             *engine_watch_opts(host, operator),
         ],
         opts=pulumi.ResourceOptions(parent=parent),

@@ -40,13 +40,13 @@ def missing_local_files(config: LabConfig, project_dir: Path) -> list[str]:
                     f"key for {host.name} ({host_pattern(host.address, host.ssh_port)}); add the host's key after "
                     f"checking its fingerprint, e.g. ssh-keyscan -p {host.ssh_port} {host.address}"
                 )
-        jump = config.operator.jump_host
-        if jump is not None and host_key(known_hosts, jump.address, jump.port) is None:
-            problems.append(
-                f"{format_path(('operator', 'jump_host'))}: {config.operator.known_hosts_path!r} holds no key for "
-                f"the jump host ({host_pattern(jump.address, jump.port)}); add its key after checking its "
-                f"fingerprint, e.g. ssh-keyscan -p {jump.port} {jump.address}"
-            )
+        for jump_loc, jump in config.jump_hosts:
+            if host_key(known_hosts, jump.address, jump.port) is None:
+                problems.append(
+                    f"{format_path(jump_loc)}: {config.operator.known_hosts_path!r} holds no key for "
+                    f"the jump host ({host_pattern(jump.address, jump.port)}); add its key after checking its "
+                    f"fingerprint, e.g. ssh-keyscan -p {jump.port} {jump.address}"
+                )
     key = config.operator.private_key_path
     if key is not None and resolve(key).is_file() and stat.S_IMODE(os.stat(resolve(key)).st_mode) & 0o077:
         problems.append(

@@ -20,15 +20,15 @@ from __future__ import annotations
 
 import shlex
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_command as command
 
 from components.config import Host, LabConfig
-from components.config.jump_host import JumpHost
-from components.hosts.engines import operator_ssh_opts, ssh_destination
+from components.config.jump_host import JumpRoute
+from components.hosts.engines import docker_ssh_opts, jump_option, private_key_file, ssh_destination
 from components.paths import ASSETS_DIR
 from components.hosts.unreachable import cannot_reach, host_key_changed
 
@@ -146,11 +146,12 @@ class HostFacts:
         return mark.generation if mark is not None else 0
 
 
-def jump_host_problem(jump: JumpHost, kind: str, rest: str, known_hosts_path: str) -> str:
-    """Why the jump host (operator.jump_host) could not be logged in to, as ask-hosts.sh said."""
-    where = f"the jump host {jump.address}:{jump.port} (operator.jump_host)"
+def jump_host_problem(route: JumpRoute, kind: str, rest: str, known_hosts_path: str) -> str:
+    """Why ROUTE's jump host could not be logged in to, as ask-hosts.sh said."""
+    jump = route.jump
+    where = f"the jump host {jump.address}:{jump.port} ({route.setting})"
     if kind == "host-key-changed":
-        return host_key_changed("the jump host (operator.jump_host)", jump.address, jump.port, known_hosts_path)
+        return host_key_changed(f"the jump host ({route.setting})", jump.address, jump.port, known_hosts_path)
     if kind == "silent":
         return f"{where} does not answer over SSH (no reply in {rest} s)"
     return f"{cannot_reach(where, known_hosts_path)}: {rest}"
@@ -167,7 +168,7 @@ def parse_answers(
     want_mtu: bool,
     owner: str = "",
     fresh_generation: int = 0,
-    jump: JumpHost | None = None,
+    routes: Mapping[str, JumpRoute] | None = None,
 ) -> HostFacts:
     """ask-hosts.sh's lines (`HOST held LABEL ADDRESS`, `HOST in-use ADDRESS HOST_ADDRESS`,
     `HOST mtu N`, `HOST mtu-unknown WHY`, `HOST swarm-node|swarm-manager|swarm-member ...`,
@@ -175,8 +176,9 @@ def parse_answers(
     `HOST results-mount DIR`, `HOST run NAME STATUS`, `HOST run-alive`, `HOST run-reported NAME STATE`, `HOST input I SIZE SHA256 PATH`,
     `HOST input-absent I`,
     `HOST claimed-by|used-by OWNER`, `HOST host-key-changed`, `HOST unreachable|silent|failed ...`;
-    through JUMP: `@jump host-key-changed|unreachable|silent ...` then `HOST behind-jump`, or
-    `HOST unreachable-behind-jump MESSAGE`) as HostFacts: a host another stack than OWNER holds
+    for a host behind a jump host (ROUTES: host name -> its route): `@jump=USER@ADDRESS:PORT
+    host-key-changed|unreachable|silent ...` then `HOST behind-jump`, or `HOST
+    unreachable-behind-jump MESSAGE`) as HostFacts: a host another stack than OWNER holds
     is a problem, and every problem names the hop that failed."""
     destination = {host.name: f"{host.name} ({host.address}:{host.ssh_port})" for host in hosts}
     by_name = {host.name: host for host in hosts}
@@ -199,16 +201,21 @@ def parse_answers(
     reported: dict[str, tuple[str, str]] = {}
     inputs: dict[str, list[InputFile]] = {}
     inputs_absent: dict[str, set[int]] = {}
-    jump_problem = "the jump host could not be asked"
+    routes = routes or {}
+    jump_answers: dict[str, tuple[str, str]] = {}
     for line in output.splitlines():
         host, kind, rest = (line.split(" ", 2) + ["", ""])[:3]
         where = destination.get(host, host)
-        if host == "@jump" and jump is not None:
-            jump_problem = jump_host_problem(jump, kind, rest, known_hosts_path)
-        elif kind == "behind-jump":
-            problems[host] = f"not asked: {jump_problem}"
-        elif kind == "unreachable-behind-jump" and jump is not None:
-            problems[host] = f"cannot reach {where} over SSH through the jump host {jump.address}:{jump.port}: {rest}"
+        route = routes.get(host)
+        if host.startswith("@jump="):
+            jump_answers[host.removeprefix("@jump=")] = (kind, rest)
+        elif kind == "behind-jump" and route is not None:
+            said = jump_answers.get(route.jump.destination, ("unreachable", "no answer"))
+            problems[host] = f"not asked: {jump_host_problem(route, *said, known_hosts_path)}"
+        elif kind == "unreachable-behind-jump" and route is not None:
+            problems[host] = (
+                f"cannot reach {where} over SSH through the jump host {route.jump.address}:{route.jump.port}: {rest}"
+            )
         elif kind == "held":
             label, _, address = rest.partition(" ")
             if label == host:
@@ -327,10 +334,13 @@ def ask_command(
     """ask-hosts.sh's command line: every host of the stack, the IMAGES (tags), RESULTS_DIR and
     the workload's INPUTS to look for, the operator's ssh options."""
     operator = config.operator
-    hosts = [f"{host.name}={ssh_destination(host)}" for host in config.hosts]
-    if operator.jump_host is not None:
-        hosts.insert(0, f"@jump={operator.jump_host.destination}")
-    options = operator_ssh_opts(operator)
+    options = docker_ssh_opts(private_key_file(operator), operator.known_hosts_path)
+    hosts: list[str] = []
+    for host in config.hosts:
+        route = host.jump_route(operator.jump_host)
+        if route is not None:
+            hosts += [f"@jump={route.jump.destination}", jump_option(options, route)]
+        hosts.append(f"{host.name}={ssh_destination(host)}")
     return shlex.join(
         [
             "bash", str(ASK_SCRIPT), str(HOST_SCRIPT), owner, config.network.name, "yes" if want_mtu else "no",
@@ -361,7 +371,9 @@ def read_host_facts(
         want_mtu,
         owner,
         fresh_generation=time.time_ns() // 1000,
-        jump=config.operator.jump_host,
+        routes={
+            host.name: route for host in config.hosts if (route := host.jump_route(config.operator.jump_host)) is not None
+        },
     )
     for host, old in sorted(facts.renamed.items()):
         pulumi.log.info(

@@ -24,7 +24,7 @@ class LocalCopyArgs:
     destination: str
     """The host, `user@address:port` (components.hosts.engines.ssh_destination)."""
     ssh_options: tuple[str, ...]
-    """The operator's ssh options: strict host keys (components.hosts.engines.docker_ssh_opts)."""
+    """The operator's ssh options for it: strict host keys, its jump host (components.hosts.engines.operator_ssh_opts)."""
 
 
 def copy_generation(path: Path) -> int:

@@ -4,6 +4,7 @@ stack file says then."""
 from __future__ import annotations
 
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -35,8 +36,9 @@ class ResultsStoreArgs:
     """The stack's file, relative to the project directory (`Pulumi.<stack>.yaml`)."""
     destinations: dict[str, str]
     """Host name -> `user@address:port` (components.hosts.engines.ssh_destination)."""
-    ssh_options: tuple[str, ...]
-    """The operator's ssh options: strict host keys (components.hosts.engines.docker_ssh_opts)."""
+    ssh_options: Mapping[str, tuple[str, ...]]
+    """Host name -> the operator's ssh options for it: strict host keys, its jump host
+    (components.hosts.engines.operator_ssh_opts)."""
     stack_tag: str
     """What this stack's run names carry (components.render.results.stack_tag): `remove` removes those only."""
     emptied_dirs: tuple[str, ...]
@@ -78,7 +80,7 @@ class ResultsStore(pulumi.ComponentResource):
                 delete=shlex.join(
                     ["bash", str(RELEASE_SCRIPT), args.stack_file, args.on_destroy, host.name,
                      args.destinations[host.name], args.results_dir, args.stack_tag, *args.emptied_dirs,
-                     "--", *args.ssh_options]
+                     "--", *args.ssh_options[host.name]]
                 ),  # fmt: skip
                 # The host's script, for `remove` to run there.
                 stdin=script_text("host/results-dir.sh", host),

@@ -36,6 +36,8 @@ class ImageHost:
     engine: docker.Provider
     ssh_destination: str
     """`user@address:port`."""
+    ssh_options: tuple[str, ...]
+    """How this machine's ssh reaches it (components.hosts.engines.operator_ssh_opts)."""
 
 
 @dataclass(frozen=True)
@@ -47,8 +49,6 @@ class TrainingImageArgs:
     distribution: Literal["every-host", "build-once"]
     step: str
     """The hosts' probe's name for a shipped copy (components.hosts.probe)."""
-    ssh_options: tuple[str, ...]
-    """How this machine's ssh reaches the hosts (components.hosts.engines.docker_ssh_opts)."""
     generations: dict[str, int] = field(default_factory=dict)
     """Host name -> its shipped copy's generation, from the probe (0: not made yet)."""
     after: tuple[pulumi.Resource, ...] = ()
@@ -112,11 +112,13 @@ class TrainingImage(pulumi.ComponentResource):
                 lambda image_id: shlex.join(
                     [
                         "env", f"DSLAB_GEN={generation}", *script, "ship", self.tag, args.step, image_id,
-                        builder.ssh_destination, host.ssh_destination, "--", *args.ssh_options,
+                        builder.ssh_destination, host.ssh_destination, "--", *builder.ssh_options,
+                        # The host's own, where it is reached otherwise (another jump host).
+                        *(["--", *host.ssh_options] if host.ssh_options != builder.ssh_options else []),
                     ]
                 )  # fmt: skip
             ),
-            delete=shlex.join([*script, "remove", self.tag, args.step, host.ssh_destination, "--", *args.ssh_options]),
+            delete=shlex.join([*script, "remove", self.tag, args.step, host.ssh_destination, "--", *host.ssh_options]),
             stdin=script_text(MARK_SCRIPT),
             logging=command.local.Logging.STDERR,
             add_previous_output_in_env=False,

@@ -18,9 +18,12 @@ BUILDER, WORKER = "root@10.0.0.1:22", "root@10.0.0.2:2222"
 STAND_IN_SSH = r"""#!/bin/bash
 # ssh [-i KEY] [-o OPTION]... -p PORT USER@ADDRESS COMMAND...: COMMAND runs here, as on that host
 # (HOME=$HOSTS/ADDRESS, its images in $HOSTS/ADDRESS/images). Marking takes MARK_SECONDS.
-while [[ $1 == -* ]]; do shift 2; done
+# Each login's address and options are logged in $HOSTS/logins.
+options=()
+while [[ $1 == -* ]]; do options+=("$1" "$2"); shift 2; done
 address=${1#*@}
 shift
+echo "$address ${options[*]}" >>"$HOSTS/logins"
 [[ $* != *"bash -s"* ]] || sleep "${MARK_SECONDS:-0}"
 export HOME=$HOSTS/$address
 mkdir -p "$HOME/images"
@@ -55,9 +58,12 @@ def hosts_with_stand_ins(tmp_path: Path) -> dict[str, str]:
     return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "HOSTS": str(tmp_path / "hosts")}
 
 
-def ship(env: dict[str, str], *args: str, generation: int = 0) -> subprocess.CompletedProcess[str]:
+def ship(
+    env: dict[str, str], *args: str, generation: int = 0, to_options: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        ["bash", str(SHIP_SCRIPT), *args, "--", "-i", "key", "-o", "BatchMode=yes"],
+        ["bash", str(SHIP_SCRIPT), *args, "--", "-i", "key", "-o", "BatchMode=yes",
+         *(["--", *to_options] if to_options else [])],
         input=script_text(MARK_SCRIPT), env={**env, "DSLAB_GEN": str(generation)},
         capture_output=True, text=True, timeout=30, check=False,
     )  # fmt: skip
@@ -80,6 +86,16 @@ def test_a_ship_copies_the_builders_image_and_marks_only_the_generation_it_ran_w
     # Whether the image is there the probe reads from the host's engine (host-facts.sh).
     assert sorted(path.name for path in steps.iterdir()) == ["image.gen"]
     assert (steps / "image.gen").read_text() == "2\n"
+
+
+def test_a_host_reached_otherwise_than_the_builder_is_logged_in_to_with_its_own_options(tmp_path: Path) -> None:
+    env = hosts_with_stand_ins(tmp_path)
+    through = ("-i", "key", "-o", "ProxyCommand=jump")
+    shipped = ship(env, "ship", TAG, "image", "sha256:built", BUILDER, WORKER, to_options=through)
+    assert shipped.returncode == 0, shipped.stderr
+    logins = sorted(set((tmp_path / "hosts" / "logins").read_text().splitlines()))
+    assert logins == ["10.0.0.1 -i key -o BatchMode=yes -p 22", "10.0.0.2 -i key -o ProxyCommand=jump -p 2222"]
+    assert (worker(tmp_path) / "images" / TAG.replace("/", "_")).read_text() == "built"
 
 
 def test_removing_one_copy_leaves_the_mark_of_a_copy_of_another_tag(tmp_path: Path) -> None:

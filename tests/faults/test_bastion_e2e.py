@@ -1,6 +1,7 @@
 """The simulated 2-host lab behind a bastion (`simhosts up --bastion`: sshd only, this machine's
 direct routes to the hosts dropped, so nothing passes by going around it), on a stack of its
-own with `operator.jump_host`: `up` from nothing trains across both hosts; the command lines the
+own with `operator.jump_host` for server1 and server2's own `jump_host` (the same bastion, so
+both ways of naming it are walked): `up` from nothing trains across both hosts; the command lines the
 stack gives work when pasted; a training argument changed trains again; a container removed
 behind our back is made again; the bastion's sshd stopped, a host not reachable from it and the
 bastion's host key changed each fail `up` within a bound, naming the hop; a plain `up` after
@@ -41,6 +42,11 @@ FAILS_WITHIN_S = 150
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     for stack in fault_stack(tmp_path_factory, STACK, bastion=True):
+        hosts = stack.config_value("hosts")
+        own = {"address": BASTION, "port": 22, "user": "root"}
+        stack.merge_config(
+            {"hosts": [{**host, "jump_host": own} if host["name"] == "server2" else host for host in hosts]}
+        )
         yield stack
     hosts_up(len(HOSTS))  # the lab as the other modules know it: no bastion, direct routes back
 
@@ -98,7 +104,8 @@ def test_the_bastions_sshd_stopped_fails_up_naming_it_then_a_plain_up_is_back(st
         assert f"the jump host {BASTION}:22 (operator.jump_host)" in output, output[-3000:]
         code, output = attempt(stack, "up", "--yes", "--refresh=false")
         assert code != 0
-        assert f"cannot reach the jump host {BASTION}:22 (operator.jump_host) over SSH" in output, output[-3000:]
+        for setting in ("operator.jump_host", "server2's jump_host"):
+            assert f"cannot reach the jump host {BASTION}:22 ({setting}) over SSH" in output, output[-3000:]
     finally:
         host_fault("sshd-start", "bastion")
     up(stack)

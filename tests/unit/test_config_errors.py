@@ -119,7 +119,7 @@ def test_a_misspelled_key_gets_a_did_you_mean() -> None:
     assert problems(values) == [
         "dslab:hosts[1].address: is required; add it, e.g. 10.0.18.1",
         "dslab:hosts[1].adress: unknown key; did you mean 'address'? known keys: name, address, "
-        "role, ssh_user, ssh_port, gpus, slots, container_address, overrides",
+        "role, ssh_user, ssh_port, gpus, slots, container_address, overrides, jump_host",
     ]
 
 
