@@ -13,6 +13,8 @@
 # - Builds are cached outside the clone in ${DSLAB_CACHE:-~/.cache/dslab}/toolchain, keyed by
 #   the pins, the mirror's content and the build recipe: a second run takes seconds.
 set -euo pipefail
+# A step that fails inside $(...) fails the install (a missing source mirror, a failed copy).
+shopt -s inherit_errexit
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(dirname "$here")
@@ -168,6 +170,7 @@ cached_build() {
   if [[ -n "$mirror_part" && -z "$mirror" ]]; then
     dir=$(find "$cache_root" -mindepth 2 -maxdepth 2 -name .complete -path "*/$name-$version-*" -printf '%h\n' | head -n 1)
     [[ -n "$dir" ]] && { echo "$dir"; return; }
+    mirror_folder "$mirror_part" >/dev/null  # fails: nothing to build from
   fi
   command -v go >/dev/null || fail "Go is needed to build $name $version (none on PATH; README, \"What the operator's machine needs\")"
   dir="$cache_root/$name-$version-$(build_inputs_hash "$name" "$mirror_part")"
@@ -178,6 +181,7 @@ cached_build() {
     staging=$(mktemp -d "$cache_root/.partial-$name-XXXXXX")
     log "building $name $version${mirror_part:+ from $mirror/$mirror_part} (first time only)"
     with_progress "building $name $version" "build_${name//-/_}" "$staging"
+    [[ -n "$(ls -A "$staging")" ]] || fail "building $name $version produced nothing"
     touch "$staging/.complete"
     rm -rf "$dir"
     mv "$staging" "$dir"

@@ -94,3 +94,31 @@ def test_a_build_killed_half_way_is_built_again_and_its_staging_folder_removed(t
     assert sorted(path.name for path in (cache / "toolchain").iterdir() if path.is_dir()) == [built.name], (
         "the killed build's staging folder is gone and was never taken for a build"
     )
+
+
+def run_install(script: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """SCRIPT after install.sh's functions, with no source mirror and an empty cache."""
+    env = {key: value for key, value in os.environ.items() if key != "DSLAB_SOURCE_MIRROR"}
+    return subprocess.run(
+        ["bash", "-c", f"source {INSTALL}\nbuild_inputs_hash() {{ echo inputs1; }}\nlock_cache\n{script}"],
+        env={**env, "DSLAB_CACHE": str(tmp_path / "cache")}, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+
+
+def test_without_a_source_mirror_or_an_earlier_build_the_install_fails_naming_it_and_caches_nothing(
+    tmp_path: Path,
+) -> None:
+    ran = run_install("cached_build language-python 1.0 pulumi-language-python", tmp_path)
+    assert ran.returncode != 0
+    assert "no source mirror: set DSLAB_SOURCE_MIRROR" in ran.stderr, ran.stderr
+    assert not [path for path in (tmp_path / "cache" / "toolchain").iterdir() if path.is_dir()], "nothing cached"
+
+
+def test_a_build_that_produces_nothing_fails_and_is_not_taken_for_a_build(tmp_path: Path) -> None:
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "go").write_text("#!/bin/sh\nexit 0\n")
+    (tmp_path / "bin" / "go").chmod(0o755)
+    ran = run_install(f'PATH={tmp_path / "bin"}:$PATH\nbuild_cli() {{ :; }}\ncached_build cli 1.0', tmp_path)
+    assert ran.returncode != 0
+    assert "building cli 1.0 produced nothing" in ran.stderr, ran.stderr
+    assert not list((tmp_path / "cache" / "toolchain").glob("cli-*/.complete"))
