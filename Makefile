@@ -31,7 +31,8 @@ help:
 	@echo "make bench       measure lifecycle and network on the simulator (bench/results.json; BENCH_ARGS=--help)"
 	@echo "make upgrade     take over a stack an older version made (STACK=$(STACK)), before its first up"
 	@echo "make toolchain   build or reuse the Pulumi CLI, language host and plugins"
-	@echo "make hosts-up    start the simulated hosts (HOSTS=$(HOSTS), LAB=$(LAB); BASTION=1: behind a bastion); hosts-down, hosts-status"
+	@echo "make hosts-up    start the simulated hosts (HOSTS=$(HOSTS), LAB=$(LAB); BASTION=1: behind a bastion;"
+	@echo "                 LINK=100mbit OPERATOR_LINK=50mbit: links limited); hosts-down, hosts-status"
 
 venv: .venv/.installed
 
@@ -51,7 +52,7 @@ toolchain: venv
 	bash toolchain/install.sh
 
 hosts-up: venv
-	$(PY) -m simhosts --lab $(LAB) up --hosts $(HOSTS) $(if $(BASTION),--bastion)
+	$(PY) -m simhosts --lab $(LAB) up --hosts $(HOSTS) $(if $(BASTION),--bastion) $(if $(LINK),--link $(LINK)) $(if $(OPERATOR_LINK),--operator-link $(OPERATOR_LINK))
 
 hosts-down: venv
 	$(PY) -m simhosts --lab $(LAB) down

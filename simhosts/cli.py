@@ -1,4 +1,4 @@
-"""``python -m simhosts [--lab ID] up [--hosts N] | down | status | fault KIND HOST``."""
+"""``python -m simhosts [--lab ID] up [--hosts N] [--bastion] [--link RATE] [--operator-link RATE] | down | status | fault KIND HOST``."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from simhosts import faults, lifecycle
+from simhosts.links import LinkRates
 from simhosts.plan import LAB_ENV, MAX_HOSTS, MAX_LABS, SimLab, lab_from_env
 from simhosts.proc import CommandError
 
@@ -45,6 +46,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--bastion", action="store_true",
         help="put the hosts behind a jump host (sshd only, at .20): this machine reaches them through it alone",
     )
+    up.add_argument("--link", metavar="RATE", help="limit every host's link both ways, e.g. 100mbit (default: unlimited)")
+    up.add_argument(
+        "--operator-link", metavar="RATE", help="limit this machine's link to the lab both ways, e.g. 50mbit (default: unlimited)"
+    )
     commands.add_parser("down", help="remove everything the simulator made (keeps the image cache)")
     commands.add_parser("status", help="show each host, its address, engine, sshd, network and swarm state")
     fault = commands.add_parser("fault", help="inject or undo a fault on one host")
@@ -60,7 +65,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         lab = lab_from_env() if args.lab is None else SimLab(args.lab)
         if args.command == "up":
-            lifecycle.up(lab, args.hosts, _log, bastion=args.bastion)
+            rates = LinkRates(host=args.link, operator=args.operator_link)
+            lifecycle.up(lab, args.hosts, _log, bastion=args.bastion, rates=rates)
             _log(f"done in {time.monotonic() - started:.1f} s")
         elif args.command == "down":
             lifecycle.down(lab, _log)
@@ -80,12 +86,12 @@ def _print_status(lab: SimLab) -> None:
     if not report:
         print("no simulated hosts")
         return
-    row = "{:<8} {:<11} {:<9} {:<7} {:<5} {:<10} {}"
-    print(row.format("HOST", "ADDRESS", "STATE", "ENGINE", "SSHD", "NETWORK", "SWARM"))
+    row = "{:<8} {:<11} {:<9} {:<7} {:<5} {:<10} {:<17} {}"
+    print(row.format("HOST", "ADDRESS", "STATE", "ENGINE", "SSHD", "NETWORK", "LINK/OPERATOR", "SWARM"))
     for host in report:
         print(
             row.format(
                 host.name, host.address, host.container,
-                "up" if host.engine else "down", "up" if host.sshd else "down", host.network, host.swarm,
+                "up" if host.engine else "down", "up" if host.sshd else "down", host.network, host.link, host.swarm,
             )
         )

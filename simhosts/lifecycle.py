@@ -11,14 +11,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from simhosts import faults, hosts, images, network, operator_files, paths
+from simhosts import faults, hosts, images, links, network, operator_files, paths
+from simhosts.links import LinkRates
 from simhosts.plan import HOST_LABEL, HostSpec, SimLab
 from simhosts.proc import Log, docker, ok, run
 
 
-def up(lab: SimLab, count: int, log: Log, bastion: bool = False) -> list[HostSpec]:
+def up(lab: SimLab, count: int, log: Log, bastion: bool = False, rates: LinkRates | None = None) -> list[HostSpec]:
     """Bring up ``lab`` with ``count`` hosts, behind a bastion (sshd only) when asked, with this
-    machine's direct routes to the hosts dropped; harmless when it is already up. Returns the hosts."""
+    machine's direct routes to the hosts dropped, each link at RATES (default: unlimited);
+    harmless when it is already up. Returns the hosts."""
     wanted = lab.hosts(count)
     jump = lab.bastion if bastion else None
     base_hash, base_tarball = machine_parts(log)
@@ -53,6 +55,10 @@ def up(lab: SimLab, count: int, log: Log, bastion: bool = False) -> list[HostSpe
     if jump is not None:
         network.only_through_bastion(lab, jump.address)
         log(f"{jump.name}={jump.address}: the only way in; direct routes to the hosts dropped")
+    rates = rates or LinkRates()
+    links.apply_link_rates(lab, wanted, rates)
+    if rates != LinkRates():
+        log(f"links limited: {rates.describe()}")
     for host in wanted:
         if not ssh_ok(lab, host):
             raise RuntimeError(f"ssh to {host.name} ({host.address}) failed with the simulator's key and known_hosts")
@@ -132,6 +138,8 @@ class HostStatus:
     sshd: bool
     network: str
     swarm: str
+    link: str = "-"
+    """The rate its link is limited to, and the operator's (``100mbit/50mbit``), or ``unlimited``."""
 
 
 def status(lab: SimLab) -> list[HostStatus]:
@@ -153,9 +161,16 @@ def status(lab: SimLab) -> list[HostStatus]:
                 sshd=running and ssh_ok(lab, host),
                 network=("cut" if faults.network_cut(lab, name) else "connected") if running else "-",
                 swarm=_swarm_state(host) if engine else "-",
+                link=_link_words(links.link_rates(lab, host)) if running and host.role != "bastion" else "-",
             )
         )
     return report
+
+
+def _link_words(rates: LinkRates) -> str:
+    if rates == LinkRates():
+        return "unlimited"
+    return f"{rates.host or 'unlimited'}/{rates.operator or 'unlimited'}"
 
 
 def ssh_ok(lab: SimLab, host: HostSpec) -> bool:

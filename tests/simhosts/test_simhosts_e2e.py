@@ -17,6 +17,7 @@ from conftest import LAB, SimulatedHosts, take_snapshot
 
 from simhosts import faults, hosts, lifecycle
 from simhosts.images import BASE_IMAGE
+from simhosts.links import LinkRates
 
 pytestmark = [pytest.mark.e2e, pytest.mark.simhosts]
 
@@ -171,6 +172,40 @@ def test_a_stopped_host_comes_back_with_the_same_address_host_keys_engine_and_ss
     # Strict host key checking against the unchanged known_hosts proves the keys are the same.
     assert hosts_up.ssh("server2", "docker", "info", "--format", "{{.Name}}").stdout.strip() == "server2"
     assert hosts_up.ssh("server2", "docker", "image", "inspect", BASE_IMAGE, check=False).returncode == 0
+
+
+def copy_seconds(hosts_up: SimulatedHosts, remote: str, send: bool) -> float:
+    """How long 5 MB takes from the operator to server1 (SEND) or back, with REMOTE run there."""
+    started = time.monotonic()
+    subprocess.run(
+        ["ssh", "-F", str(hosts_up.ssh_config), "server1", remote],
+        input=b"\0" * 5_000_000 if send else None, stdout=subprocess.DEVNULL, check=True, timeout=120,
+    )  # fmt: skip
+    return time.monotonic() - started
+
+
+def test_limited_links_hold_a_copy_to_their_rate_and_up_without_them_takes_the_limits_away(
+    hosts_up: SimulatedHosts,
+) -> None:
+    # 5 MB is 40 Mbit: at least 2 s over the operator's 20 Mbit/s, either way (a busy machine only adds).
+    lifecycle.up(LAB, 2, print, rates=LinkRates(host="80mbit", operator="20mbit"))
+    try:
+        assert [lifecycle.links.link_rates(LAB, host) for host in hosts_up.hosts] == [
+            LinkRates(host="80mbit", operator="20mbit")
+        ] * 2
+        assert copy_seconds(hosts_up, "head -c 5000000 /dev/zero", send=False) >= 1.8, "the operator's downlink"
+        assert copy_seconds(hosts_up, "cat >/dev/null", send=True) >= 1.8, "the operator's uplink"
+    finally:
+        lifecycle.up(LAB, 2, print)
+    assert [lifecycle.links.link_rates(LAB, host) for host in hosts_up.hosts] == [LinkRates()] * 2
+    pid = subprocess.run(
+        ["docker", "inspect", "--format", "{{.State.Pid}}", hosts_up.hosts[0].container],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()
+    sending = subprocess.run(
+        ["nsenter", "--target", pid, "--net", "tc", "qdisc", "show", "dev", "eth0"], capture_output=True, text=True
+    )
+    assert "htb" not in sending.stdout and "tbf" not in sending.stdout, sending.stdout
 
 
 def test_lab_up_again_is_fast_and_keeps_the_operator_key_and_host_keys(hosts_up: SimulatedHosts) -> None:

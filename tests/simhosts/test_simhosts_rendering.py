@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from simhosts import lifecycle, operator_files
+from simhosts import lifecycle, links, operator_files
+from simhosts.links import LinkRates
 from simhosts.images import debian_mirror
 from simhosts.plan import SimLab, lab_from_env
 
@@ -114,3 +115,17 @@ def test_a_lab_behind_its_bastion_reaches_each_host_through_it_and_the_stack_nam
     stack = yaml.safe_load(operator_files.render_stack_config(lab.hosts(2), ".simhosts-3", bastion))
     assert stack["dslab:operator"]["jump_host"] == {"address": "10.0.21.20", "port": 22, "user": "root"}
     assert "jump_host" not in yaml.safe_load(operator_files.render_stack_config(lab.hosts(2)))["dslab:operator"]
+
+
+@pytest.mark.parametrize("rate", ["100", "100mbps", "0mbit", "fast", "1.5gbit"])
+def test_a_link_rate_tc_cannot_take_is_refused_naming_the_flag(rate: str) -> None:
+    with pytest.raises(ValueError, match=f"--link '{rate}' is not a rate; expected .* e.g. 100mbit"):
+        LinkRates(host=rate)
+
+
+def test_link_rates_in_words_and_what_a_host_sends_to_the_operator_goes_at_the_slower_rate() -> None:
+    assert LinkRates(host="100mbit", operator="50mbit").describe() == "hosts 100mbit, operator 50mbit"
+    assert LinkRates().describe() == "hosts unlimited, operator unlimited"
+    assert links._slower("100mbit", "50mbit") == "50mbit"
+    assert links._slower("1gbit", "900mbit") == "900mbit"
+    assert links._slower("20mbit", "1gbit") == "20mbit"
