@@ -260,6 +260,7 @@ class Lab(pulumi.ComponentResource):
             ),
             source=source,
             distribution=self.config.image.distribution,
+            known_hosts_path=operator.known_hosts_path,
             step=copy_step,
             generations={
                 node.name: self.host_steps.generation(

@@ -36,6 +36,7 @@ EXPECTED_MINUTES: dict[str, float] = {
     "tests/faults/test_returning_hosts_e2e.py": 11.0,
     "tests/faults/test_run_lifecycle_e2e.py": 5.0,
     "tests/faults/test_bastion_e2e.py": 6.5,
+    "tests/faults/test_relay_e2e.py": 4.0,
     "tests/e2e/test_upgrade_e2e.py": 6.0,
     "tests/faults/test_encryption_e2e.py": 4.0,
     "tests/e2e/test_host_mode_e2e.py": 3.0,

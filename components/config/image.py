@@ -69,9 +69,14 @@ class ImageConfig(FrozenModel):
         ),
         examples=["0.9.4"],
     )
-    distribution: Literal["every-host", "build-once"] = Field(
+    distribution: Literal["every-host", "build-once", "relay"] = Field(
         default="every-host",
-        description="Build on every host, or build on the manager and copy. Default every-host.",
+        description=(
+            "Build on every host; or build on the manager and copy it through this machine to each "
+            "host (build-once); or build on the manager and let the hosts pass it on to each other "
+            "over the lab's network, each loading it while it forwards it (relay: about one copy's "
+            "time for the whole lab). Default every-host."
+        ),
     )
     tag: ImageReference = Field(
         default="dslab/train", description="Image name. Default dslab/train."

@@ -18,6 +18,8 @@ from components.paths import ASSETS_DIR
 
 SHIP_SCRIPT = ASSETS_DIR / "operator" / "image-ship.sh"
 MARK_SCRIPT = "host/image-mark.sh"
+RELAY_SCRIPT = ASSETS_DIR / "operator" / "image-relay.sh"
+RELAY_HOP_SCRIPT = "host/image-relay-hop.sh"
 IMAGE_STEP = "image"
 """The training image's shipped copy, as the hosts' probe names it."""
 
@@ -46,9 +48,11 @@ class TrainingImageArgs:
     """Manager first: with build-once it builds there."""
     source: ImageSource
     """Its tag (`name:<content hash>`: a new tag exactly when an input changed), context and args."""
-    distribution: Literal["every-host", "build-once"]
+    distribution: Literal["every-host", "build-once", "relay"]
     step: str
     """The hosts' probe's name for a shipped copy (components.hosts.probe)."""
+    known_hosts_path: str = "~/.ssh/known_hosts"
+    """The operator's known_hosts: with relay, each hop checks the next one's key against it."""
     generations: dict[str, int] = field(default_factory=dict)
     """Host name -> its shipped copy's generation, from the probe (0: not made yet)."""
     after: tuple[pulumi.Resource, ...] = ()
@@ -76,13 +80,16 @@ class TrainingImage(pulumi.ComponentResource):
         built = self._build(name, builder, args)
         self.per_host: dict[str, pulumi.Resource] = {builder.name: built}
         ids: dict[str, pulumi.Output[str]] = {builder.name: built.image_id}
+        relay = self._relay(name, builder, built, args) if args.distribution == "relay" and args.hosts[1:] else None
         for host in args.hosts[1:]:
             if args.distribution == "every-host":
                 image = self._build(name, host, args)
                 self.per_host[host.name], ids[host.name] = image, image.image_id
             else:
                 # A loaded image keeps its id: the builder's, known to the preview.
-                self.per_host[host.name], ids[host.name] = self._ship(name, builder, host, built, args), built.image_id
+                # After a relay the copy is there: the ship finds it and marks it.
+                ship = self._ship(name, builder, host, built, args, relay)
+                self.per_host[host.name], ids[host.name] = ship, built.image_id
         self.ids = ids
         self.image_ids = pulumi.Output.all(**ids)
         self.register_outputs({"image_ids": self.image_ids})
@@ -101,8 +108,37 @@ class TrainingImage(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, provider=host.engine, depends_on=list(args.after)),
         )
 
+    def _relay(
+        self, name: str, builder: ImageHost, built: docker.RemoteImage, args: TrainingImageArgs
+    ) -> command.local.Command:
+        """The image passed on from the builder to every other host, host to host over the lab's
+        network (assets/operator/image-relay.sh). Run again when a host is planned to get it
+        again (its generation, from the probe): the hosts that hold it are left out."""
+        generations = ",".join(f"{host.name}:{args.generations.get(host.name, 0)}" for host in args.hosts[1:])
+        hosts = [word for host in args.hosts for word in ("--", host.ssh_destination, *host.ssh_options)]
+        return command.local.Command(
+            f"{name}-relay",
+            create=built.image_id.apply(
+                lambda image_id: shlex.join(
+                    ["env", f"DSLAB_GEN={generations}", "bash", str(RELAY_SCRIPT), self.tag, image_id,
+                     args.known_hosts_path, *hosts]
+                )  # fmt: skip
+            ),
+            stdin=script_text(RELAY_HOP_SCRIPT),
+            logging=command.local.Logging.STDERR,
+            add_previous_output_in_env=False,
+            triggers=[self.tag],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[built, *args.after]),
+        )
+
     def _ship(
-        self, name: str, builder: ImageHost, host: ImageHost, built: docker.RemoteImage, args: TrainingImageArgs
+        self,
+        name: str,
+        builder: ImageHost,
+        host: ImageHost,
+        built: docker.RemoteImage,
+        args: TrainingImageArgs,
+        relay: command.local.Command | None = None,
     ) -> command.local.Command:
         script = ["bash", str(SHIP_SCRIPT)]
         generation = args.generations.get(host.name, 0)
@@ -124,5 +160,5 @@ class TrainingImage(pulumi.ComponentResource):
             add_previous_output_in_env=False,
             # A new tag ships anew, then the old copy goes (after the containers that use it).
             triggers=[self.tag],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[built, *args.after]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[built, *args.after, *([relay] if relay else [])]),
         )

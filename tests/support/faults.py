@@ -35,14 +35,17 @@ def fault_stack(
     others: tuple[str, ...] = (),
     converged: bool = False,
     bastion: bool = False,
+    hosts: tuple[str, ...] = HOSTS,
+    reuse_on: tuple[str, ...] | None = None,
 ) -> Iterator[Stack]:
     """Stack NAME of a project copy for this lab (OTHERS: more stacks' files in it), from
     nothing, or CONVERGED (after a first `up`); the lab behind its BASTION when asked (the
-    stack reaches the hosts through it); afterwards the hosts powered and connected, the stack
-    destroyed and the timings reported."""
+    stack reaches the hosts through it), with HOSTS up (the stack names the first two); the
+    image an earlier module built tagged back on REUSE_ON (default: every host); afterwards
+    the hosts powered and connected, the stack destroyed and the timings reported."""
     ensure_toolchain()
-    hosts_up(len(HOSTS), bastion=bastion)
-    for host in HOSTS:  # an earlier session's unfinished runs of this stack would be resumed
+    hosts_up(len(hosts), bastion=bastion)
+    for host in hosts:  # an earlier session's unfinished runs of this stack would be resumed
         on_host(host, "rm", "-rf", default_results_dir("dslab", name))
     work = tmp_path_factory.mktemp(f"{name}-e2e")
     cli = PulumiCli(project_dir=project_copy(work, (name, *others)), state_dir=work / "state")
@@ -50,15 +53,15 @@ def fault_stack(
     stack = Stack(cli, name)
     if bastion:
         stack.merge_config({"operator": {"jump_host": {"address": LAB.bastion.address}}})
-    reuse_built_images(cli.project_dir, name, HOSTS)
+    reuse_built_images(cli.project_dir, name, hosts if reuse_on is None else reuse_on)
     if converged:
         up(stack)
         keep_build_cache()
     yield stack
     # Whatever a failed scenario left: hosts powered and connected, then nothing of ours.
-    for host in HOSTS:
+    for host in hosts:
         host_fault("network-restore", host, check=False)
-    hosts_up(len(HOSTS), bastion=bastion)
+    hosts_up(len(hosts), bastion=bastion)
     cli.run("destroy", "--yes", "--stack", name, check=False)
     report_timings()
 

@@ -676,3 +676,42 @@ def test_a_worker_the_probe_found_outside_its_swarm_takes_the_node_its_join_make
         assert swarm_node_label(mocks, "server2") == "lab-swarm-server2-join-node", "in another swarm: the join's node"
 
     return everything_registered(lab).apply(check)
+
+
+@pulumi.runtime.test
+def test_with_relay_the_manager_builds_and_one_command_passes_the_image_on_through_every_other_host(
+    mocks: RecordingMocks,
+) -> Any:
+    from components.config import load_lab_config, strip_namespace
+    from components.hosts.engines import operator_ssh_opts
+    from components.lab import Lab
+
+    document = yaml.safe_load((REPO / "Pulumi.dev.yaml").read_text(encoding="utf-8"))
+    values, _ = strip_namespace(document["config"])
+    values["image"]["distribution"] = "relay"
+    config = load_lab_config(values)
+    lab = Lab(
+        "lab", config, project_dir=Path(REPO), owner="organization/dslab/dev", credentials=unit_credentials(config)
+    )
+
+    def check(_: Any) -> None:
+        relay = mocks.resources["lab-image-relay"]
+        assert relay.type == LOCAL_COMMAND
+        words = shlex.split(relay.inputs["create"])
+        ship = mocks.resources["lab-image-server2-ship"]
+        shipped_generation = shlex.split(ship.inputs["create"])[1].removeprefix("DSLAB_GEN=")
+        assert words[:3] == ["env", f"DSLAB_GEN=server2:{shipped_generation}", "bash"], "run again with the copy"
+        assert words[3].endswith("assets/operator/image-relay.sh")
+        tag = mocks.resources["lab-image-server1-build"].inputs["name"]
+        assert words[4:7] == [tag, "sha256:built", config.operator.known_hosts_path]
+        manager, worker = config.hosts
+        assert words[7:] == [
+            "--", "root@10.0.18.1:22", *operator_ssh_opts(config.operator, manager),
+            "--", "root@10.0.18.2:22", *operator_ssh_opts(config.operator, worker),
+        ]  # fmt: skip
+        assert relay.inputs["stdin"] == script_text("host/image-relay-hop.sh")
+        assert relay.inputs["triggers"] == [tag], "a new tag relays anew"
+        assert "lab-image-server2-build" not in mocks.resources, "built once, on the manager"
+        assert host_script_of(ship) == "host/image-mark.sh", "and marked"
+
+    return everything_registered(lab).apply(check)
