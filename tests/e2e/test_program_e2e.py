@@ -15,11 +15,11 @@ import re
 from collections.abc import Iterator
 
 import pytest
-import yaml
 
 from components.render.results import default_results_dir
 from tests.support.pulumi_output import command_lines, diagnostics_of
-from tests.support.sim_hosts import STATE_DIR, address, host_fault, hosts_up, inspect, keep_build_cache, on_host, wait_for_sshd
+from tests.support.faults import set_hosts
+from tests.support.sim_hosts import STATE_DIR, host_fault, hosts_up, inspect, keep_build_cache, on_host, wait_for_sshd
 from harness.pulumi_cli import PulumiCli, ensure_toolchain
 from harness.stack_project import Stack, project_copy
 
@@ -246,23 +246,6 @@ def container_ids(hosts: tuple[str, ...]) -> dict[str, str]:
         assert container is not None, f"{host} runs its container"
         ids[host] = str(container["Id"])
     return ids
-
-
-def set_hosts(stack: Stack, hosts: list[str]) -> None:
-    """The stack's host list in this order (server1 the manager), with the batch that fits it."""
-    document = yaml.safe_load((stack.cli.project_dir / f"Pulumi.{STACK}.yaml").read_text(encoding="utf-8"))
-    training = document["config"]["dslab:training"]
-    training["deepspeed"]["train_batch_size"] = 4 * len(hosts)
-    stack.merge_config(
-        {
-            "hosts": [
-                {"name": host, "address": address(host), "role": "manager" if host == "server1" else "worker",
-                 "ssh_user": "root", "gpus": "none"}
-                for host in hosts
-            ],
-            "training": training,
-        }
-    )  # fmt: skip
 
 
 def summary_line(preview: str) -> str:

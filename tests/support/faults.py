@@ -134,3 +134,19 @@ def set_long_run(stack: Stack, steps: int, pause_s: float = 0.2) -> None:
 def locks_left(stack: Stack) -> list[str]:
     """The stack locks a pulumi run left in the state directory (one killed, not one that failed)."""
     return [lock.name for lock in (stack.cli.state_dir / ".pulumi" / "locks").rglob("*.json")]
+
+
+def set_hosts(stack: Stack, hosts: list[str]) -> None:
+    """The stack's host list in this order (server1 the manager), with the batch that fits it."""
+    training = stack.config_value("training")
+    training["deepspeed"]["train_batch_size"] = 4 * len(hosts)
+    stack.merge_config(
+        {
+            "hosts": [
+                {"name": host, "address": LAB.address(host), "role": "manager" if host == "server1" else "worker",
+                 "ssh_user": "root", "gpus": "none"}
+                for host in hosts
+            ],
+            "training": training,
+        }
+    )  # fmt: skip
