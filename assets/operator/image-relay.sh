@@ -50,10 +50,18 @@ holds_it() {  # holds_it I: host I has TAG as image ID
 }
 where() { echo "${destinations[$1]%:*}"; }
 
+# Every host is asked at once: a lab of many hosts waits for one round trip, not one per host.
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
 # The chain: FROM, then each host that lacks the image, in the order given.
+for ((index = 1; index < ${#destinations[@]}; index++)); do
+  { ! holds_it "$index" || touch "$work/holds-$index"; } &
+done
+wait
 chain=(0)
 for ((index = 1; index < ${#destinations[@]}; index++)); do
-  if holds_it "$index"; then
+  if [[ -e $work/holds-$index ]]; then
     echo "$tag already on $(where "$index")" >&2
   else
     chain+=("$index")
@@ -78,22 +86,25 @@ for ((position = 0; position < ${#chain[@]}; position++)); do
 done
 
 run=dslab-relay-$(date +%s)-$$
-work=$(mktemp -d)
 clean_up() {
   stop_ticking
-  for index in "${chain[@]}"; do hop "$index" clean "$run" </dev/null || true; done
+  for index in "${chain[@]}"; do hop "$index" clean "$run" </dev/null & done
+  wait
   rm -rf "$work"
 }
 trap clean_up EXIT
 ssh-keygen -q -t ed25519 -N '' -C "$run" -f "$work/key"
 
 # Each hop's folder, and on a receiving host the key's authorization for the hop alone.
+preparing=()
 for ((position = 0; position < ${#chain[@]}; position++)); do
   authorize=()
   ((position == 0)) || authorize=("$(cat "$work/key.pub")")
   { echo "${known[$position]}"; cat "$work/key"; } |
-    hop "${chain[$position]}" prepare "$run" "${nexts[$position]}" "${ports[$position]}" "${authorize[@]}"
+    hop "${chain[$position]}" prepare "$run" "${nexts[$position]}" "${ports[$position]}" "${authorize[@]}" &
+  preparing+=($!)
 done
+for pid in "${preparing[@]}"; do wait "$pid"; done
 
 still_relaying() { echo "still relaying $tag from $(where 0) to $((${#chain[@]} - 1)) host(s): $SECONDS s" >&2; }
 tick_while_running still_relaying
@@ -103,10 +114,14 @@ hop 0 send "$run" "$tag" </dev/null || rc=$?
 stop_ticking
 
 # Which hosts hold the image now: those that do not are named, with what their load said.
+for index in "${chain[@]:1}"; do
+  { holds_it "$index" || hop "$index" said "$run" </dev/null >"$work/missing-$index" || true; } &
+done
+wait
 failed=0
 for index in "${chain[@]:1}"; do
-  holds_it "$index" && continue
-  said=$(hop "$index" said "$run" </dev/null || true)
+  [[ -e $work/missing-$index ]] || continue
+  said=$(cat "$work/missing-$index")
   echo "$(where "$index"): $tag did not arrive by the relay${said:+ (its load: $said)}" >&2
   failed=1
 done
