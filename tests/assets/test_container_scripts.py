@@ -215,7 +215,9 @@ def test_the_run_writes_its_own_end_into_its_directory_in_the_background_too(wor
 
 def test_a_stopped_run_says_so_itself_and_takes_its_command_with_it(workdir: Path) -> None:
     record = workdir / "results/run1"
-    result = recorded_in_background(workdir, record, "echo started; sleep 300")
+    # A command line no other process on the machine has (pgrep below looks at all of them).
+    command = f"sleep 300.{os.getpid()}"
+    result = recorded_in_background(workdir, record, f"echo started; {command}")
     pid = int(result.stdout.strip().removeprefix("pid="))
     deadline = time.monotonic() + 10
     while "started" not in (workdir / "train.log").read_text() and time.monotonic() < deadline:
@@ -224,7 +226,7 @@ def test_a_stopped_run_says_so_itself_and_takes_its_command_with_it(workdir: Pat
     assert wait_for_status(workdir) == "stopped: by TERM\n"
     assert (record / "status").read_text() == "stopped: by TERM\n" and not (record / "finished").exists()
     assert "started" in (record / "train.log").read_text()
-    left = subprocess.run(["pgrep", "-f", "sleep 300"], capture_output=True, text=True).stdout.split()
+    left = subprocess.run(["pgrep", "-f", command], capture_output=True, text=True).stdout.split()
     assert not left, "the run's command went with it"
 
 
