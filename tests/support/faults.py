@@ -45,8 +45,6 @@ def fault_stack(
     the hosts powered and connected, the stack destroyed and the timings reported."""
     ensure_toolchain()
     hosts_up(len(hosts), bastion=bastion)
-    for host in hosts:
-        free_gossip_port(host)
     for host in hosts:  # an earlier session's unfinished runs of this stack would be resumed
         on_host(host, "rm", "-rf", default_results_dir("dslab", name))
     work = tmp_path_factory.mktemp(f"{name}-e2e")
@@ -66,19 +64,6 @@ def fault_stack(
     hosts_up(len(hosts), bastion=bastion)
     cli.run("destroy", "--yes", "--stack", name, check=False)
     report_timings()
-
-
-def free_gossip_port(host: str) -> None:
-    """HOST's engine restarted when it is in no swarm yet still listens on swarm's gossip port
-    (TCP 7946): an earlier module's destroy can leave it so (moby/moby#31913), and the next join
-    there then fails, as it should, asking for exactly this (docs/reliability.md)."""
-    state = on_host(host, "docker", "info", "--format", "{{.Swarm.LocalNodeState}}", check=False).strip()
-    listening = on_host(
-        host, "sh", "-c", "grep -Eq '^ *[0-9]+: [0-9A-F]+:1F0A [0-9A-F]+:0000 0A ' /proc/net/tcp /proc/net/tcp6 && echo held || true"
-    )
-    if state == "inactive" and listening.strip() == "held":
-        host_fault("engine-stop", host)
-        host_fault("engine-start", host)
 
 
 def report_timings() -> None:
