@@ -95,13 +95,31 @@ def wait_sshd(host: HostSpec, timeout: float = 120) -> None:
     _wait(host, ["ss", "-Hltn", "sport = :22"], "sshd", timeout, need_output=True)
 
 
+GOSSIP_PORT = paths.REPO_ROOT / "assets" / "host" / "lib" / "gossip-port.sh"
+"""The program's own check of swarm's gossip port (TCP 7946), run inside the host."""
+
+
 def heal(host: HostSpec, timeout: float = 120) -> None:
-    """Undo injected faults on a running host: restore its network, start its engine."""
+    """Undo injected faults on a running host: restore its network, start its engine; restart
+    an engine that is in no swarm yet still holds swarm's gossip port."""
     # sshd listening means the entrypoint has finished starting the engine; starting it
     # before then would race the entrypoint.
     wait_sshd(host, timeout)
     docker("exec", host.container, "dslab-netcut", "restore")
     docker("exec", host.container, "dslab-engine", "start")
+    if _gossip_port_stuck(host):
+        # A worker that left while its manager left too can keep it for good (moby/moby#31913):
+        # the program's next join there fails asking for this restart (docs/reliability.md).
+        docker("exec", host.container, "dslab-engine", "stop")
+        docker("exec", host.container, "dslab-engine", "start")
+
+
+def _gossip_port_stuck(host: HostSpec) -> bool:
+    swarm = run(["docker", "exec", host.container, "docker", "info", "--format", "{{.Swarm.LocalNodeState}}"], check=False)
+    if swarm.stdout.strip() != "inactive":
+        return False
+    check = GOSSIP_PORT.read_text(encoding="utf-8") + "\ngossip_port_held\n"
+    return run(["docker", "exec", host.container, "bash", "-c", check], check=False).returncode == 0
 
 
 def _wait(host: HostSpec, argv: list[str], what: str, timeout: float, need_output: bool = False) -> None:

@@ -208,6 +208,28 @@ def test_limited_links_hold_a_copy_to_their_rate_and_up_without_them_takes_the_l
     assert "htb" not in sending.stdout and "tbf" not in sending.stdout, sending.stdout
 
 
+def engine_pid(host: str) -> str:
+    return subprocess.run(
+        ["docker", "exec", LAB.host(host).container, "cat", "/run/docker.pid"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def test_up_restarts_an_engine_in_no_swarm_that_still_holds_the_gossip_port_and_no_other(
+    hosts_up: SimulatedHosts,
+) -> None:
+    # What a worker that left with its manager can keep for good (moby/moby#31913), here a listener.
+    container = LAB.host("server2").container
+    subprocess.run(["docker", "exec", "--detach", container, "busybox", "nc", "-l", "-p", "7946"], check=True)
+    try:
+        time.sleep(1)
+        before = {host: engine_pid(host) for host in ("server1", "server2")}
+        lifecycle.up(LAB, 2, print)
+        assert engine_pid("server2") != before["server2"], "its engine was restarted"
+        assert engine_pid("server1") == before["server1"], "an engine whose port is free is left alone"
+    finally:
+        subprocess.run(["docker", "exec", container, "pkill", "-f", "nc -l -p 7946"], check=False)
+
+
 def test_lab_up_again_is_fast_and_keeps_the_operator_key_and_host_keys(hosts_up: SimulatedHosts) -> None:
     key = (hosts_up.state_dir / "operator_ed25519").read_text()
     known_hosts = (hosts_up.state_dir / "known_hosts").read_text()

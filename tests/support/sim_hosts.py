@@ -29,29 +29,12 @@ def address(host: str) -> str:
 
 
 def hosts_up(hosts: int = 2, bastion: bool = False) -> None:
-    """The lab's hosts up, behind its bastion (the operator's direct routes dropped) or not,
-    each with swarm's gossip port free (free_gossip_port)."""
+    """The lab's hosts up, behind its bastion (the operator's direct routes dropped) or not."""
     subprocess.run(
         [str(REPO / ".venv" / "bin" / "python"), "-m", "simhosts", "--lab", str(LAB.id), "up", "--hosts", str(hosts),
          *(["--bastion"] if bastion else [])],
         cwd=REPO, check=True,
     )  # fmt: skip
-    for index in range(1, hosts + 1):
-        free_gossip_port(f"server{index}")
-
-
-GOSSIP_LISTENING = "grep -Eq '^ *[0-9]+: [0-9A-F]+:1F0A [0-9A-F]+:0000 0A ' /proc/net/tcp /proc/net/tcp6 && echo held || true"
-"""Prints `held` while something listens on TCP 7946 (swarm's gossip; assets/host/lib/gossip-port.sh)."""
-
-
-def free_gossip_port(host: str) -> None:
-    """HOST's engine restarted when it is in no swarm yet still listens on swarm's gossip port:
-    an earlier module's destroy can leave it so (moby/moby#31913), and a join there then fails,
-    as it should, asking for exactly this restart (docs/reliability.md)."""
-    state = on_host(host, "docker", "info", "--format", "{{.Swarm.LocalNodeState}}", check=False).strip()
-    if state == "inactive" and on_host(host, "sh", "-c", GOSSIP_LISTENING, check=False).strip() == "held":
-        host_fault("engine-stop", host)
-        host_fault("engine-start", host)
 
 
 def on_host(host: str, *command: str, check: bool = True) -> str:
