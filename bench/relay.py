@@ -24,6 +24,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from bench import report
+
 HERE = Path(__file__).resolve().parent
 TAG = "dslab/bench-relay:1"
 
@@ -82,6 +84,7 @@ def main() -> None:
     key = "relay" if rates != LinkRates() else "relay_unlimited"
     results[key] = {"copy_s": copy, "rows": rows, "measured": time.strftime("%Y-%m-%d")}
     results_path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    report.chart(results, HERE / "results.png")
 
 
 class Lab:

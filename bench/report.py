@@ -99,7 +99,7 @@ def chart(results: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, (lifecycle, network) = plt.subplots(1, 2, figsize=(12, 4.5))
+    figure, (lifecycle, network, relay) = plt.subplots(1, 3, figsize=(18, 4.5))
     cold = results.get("cold_up", [])
     if cold:
         hosts = [str(entry["hosts"]) for entry in cold]
@@ -117,8 +117,29 @@ def chart(results: dict[str, Any], path: Path) -> None:
     network.set_ylabel("bus bandwidth, Gbit/s (median)")
     network.set_title("all-reduce between 2 hosts (gloo, CPU)")
     network.legend()
+    distribution_chart(relay, results.get("relay"))
     figure.tight_layout()
     figure.savefig(path, dpi=110)
+
+
+def distribution_chart(axes: Any, relay: dict[str, Any] | None) -> None:
+    """bench.relay's figures on limited links: each mode's time against the hosts, and one
+    host-to-host copy of the same image, the physical limit."""
+    if not relay or not relay.get("rows"):
+        axes.set_axis_off()
+        return
+    rows = relay["rows"]
+    hosts = [row["hosts"] for row in rows]
+    for mode in ("build-once", "relay"):
+        axes.plot(hosts, [row[f"{mode}_s"] for row in rows], marker="o", label=mode)
+    if relay.get("copy_s"):
+        axes.axhline(relay["copy_s"], linestyle="--", color="grey", label="one host-to-host copy")
+    first = rows[0]
+    axes.set_xticks(hosts)
+    axes.set_xlabel("hosts")
+    axes.set_ylabel("seconds (median)")
+    axes.set_title(f"{first['mb']} MB image, links {first['link']}, operator {first['operator_link']}")
+    axes.legend()
 
 
 def write(results: dict[str, Any], directory: Path) -> None:
