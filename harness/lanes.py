@@ -29,19 +29,19 @@ REPO = Path(__file__).resolve().parents[1]
 PYTHON = REPO / ".venv" / "bin" / "python"
 LANES_ENV = "DSLAB_TEST_LANES"
 EXPECTED_MINUTES: dict[str, float] = {
-    "tests/e2e/test_llamafactory_e2e.py": 12.0,
-    "tests/e2e/test_program_e2e.py": 10.0,
-    "tests/faults/test_faults_e2e.py": 9.0,
-    "tests/faults/test_bounds_e2e.py": 8.0,
-    "tests/faults/test_returning_hosts_e2e.py": 11.0,
-    "tests/faults/test_run_lifecycle_e2e.py": 5.0,
-    "tests/faults/test_bastion_e2e.py": 6.5,
-    "tests/faults/test_relay_e2e.py": 4.0,
-    "tests/e2e/test_upgrade_e2e.py": 6.0,
-    "tests/faults/test_encryption_e2e.py": 4.0,
-    "tests/e2e/test_host_mode_e2e.py": 3.0,
-    "tests/toolchain/test_toolchain_proof.py": 1.5,
-    "tests/simhosts/test_simhosts_e2e.py": 1.5,
+    "tests/faults/test_bounds_e2e.py": 9.0,
+    "tests/faults/test_returning_hosts_e2e.py": 8.5,
+    "tests/e2e/test_program_e2e.py": 7.0,
+    "tests/faults/test_faults_e2e.py": 6.5,
+    "tests/e2e/test_llamafactory_e2e.py": 5.5,
+    "tests/faults/test_run_lifecycle_e2e.py": 5.5,
+    "tests/faults/test_encryption_e2e.py": 5.0,
+    "tests/e2e/test_upgrade_e2e.py": 4.5,
+    "tests/faults/test_relay_e2e.py": 3.5,
+    "tests/faults/test_bastion_e2e.py": 3.5,
+    "tests/e2e/test_host_mode_e2e.py": 1.5,
+    "tests/toolchain/test_toolchain_proof.py": 1.0,
+    "tests/simhosts/test_simhosts_e2e.py": 1.0,
     "tests/toolchain/test_cli_progress.py": 0.5,
 }
 """About how long each module takes beside another on this project's 2-core machine, with the
