@@ -6,7 +6,7 @@ HOSTS ?= 2
 # Which simulated lab the hosts-* targets act on (0: 10.0.18.0/24, the dev stack's).
 LAB ?= 0
 # How many simulated labs the end-to-end modules run on side by side.
-LANES ?= 2
+LANES ?= 3
 STACK ?= dev
 # Every pulumi call runs with the project's toolchain and local state backend.
 PULUMI := source toolchain/env.sh && pulumi

@@ -1,7 +1,7 @@
 """Runs the end-to-end test modules side by side, each lane on a simulated lab of its own.
 
 ``python -m harness.lanes [--lanes N] [-m MARKERS] [MODULE ...]``: the modules that hold tests
-selected by MARKERS (default ``e2e``) are handed out whole to N lanes (default 2, or
+selected by MARKERS (default ``e2e``) are handed out whole to N lanes (default 3, or
 ``DSLAB_TEST_LANES``), longest first, each to the lane with the least work so far; the plan
 depends only on the modules, so a module runs on the same lab every time and finds that lab's
 build cache warm. Lane K runs its modules one after another with ``DSLAB_LAB=K``, so their
@@ -150,7 +150,7 @@ class Lanes:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.lanes", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--lanes", type=int, default=int(os.environ.get(LANES_ENV, "2")), help="labs side by side (default 2)")
+    parser.add_argument("--lanes", type=int, default=int(os.environ.get(LANES_ENV, "3")), help="labs side by side (default 3)")
     parser.add_argument("-m", dest="markers", default="e2e", help="pytest marker expression (default e2e)")
     parser.add_argument("paths", nargs="*", default=["tests"], help="test files or folders (default tests)")
     args, pytest_args = parser.parse_known_args(argv)

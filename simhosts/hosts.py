@@ -42,9 +42,9 @@ def state(host: HostSpec) -> str | None:
 
 def ensure_host(lab: SimLab, host: HostSpec, nameservers: list[str]) -> None:
     """Create and start the host container, or start it when it exists but is stopped; one
-    made with other privileges (an older lab) is made again."""
+    made with other privileges or from another host image (an older lab) is made again."""
     current = state(host)
-    if current is not None and _spec(host) != HOST_SPEC:
+    if current is not None and (_spec(host) != HOST_SPEC or _image(host) != _image_id(HOST_IMAGE)):
         # Its engine's data is in the volume, which stays: images and swarm state survive.
         docker("rm", "--force", host.container)
         current = None
@@ -72,6 +72,14 @@ def ensure_host(lab: SimLab, host: HostSpec, nameservers: list[str]) -> None:
         "--env", f"DSLAB_NAMESERVERS={' '.join(nameservers)}",
         HOST_IMAGE,
     )
+
+
+def _image(host: HostSpec) -> str:
+    return docker("container", "inspect", "--format", "{{.Image}}", host.container, check=False)
+
+
+def _image_id(image: str) -> str:
+    return docker("image", "inspect", "--format", "{{.Id}}", image, check=False)
 
 
 def _spec(host: HostSpec) -> str:
