@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.lanes import EXPECTED_MINUTES, UNKNOWN_MINUTES, plan_lanes
+from harness.lanes import EXPECTED_MINUTES, UNKNOWN_MINUTES, WIPES_ITS_LAB, plan_lanes
 
 
 def minutes(lane: list[str]) -> float:
@@ -21,8 +21,23 @@ def test_every_module_runs_once_and_the_lanes_are_balanced_to_within_the_longest
 def test_the_plan_depends_only_on_the_modules_so_each_finds_its_lab_warm() -> None:
     modules = sorted(EXPECTED_MINUTES)
     assert plan_lanes(modules, 3) == plan_lanes(list(reversed(modules)), 3)
-    longest = max(modules, key=lambda module: EXPECTED_MINUTES[module])
+    longest = max(
+        modules, key=lambda module: EXPECTED_MINUTES[module] + EXPECTED_MINUTES.get(WIPES_ITS_LAB.get(module, ""), 0)
+    )
     assert plan_lanes(modules, 2)[0][0] == longest, "the longest starts first, on lab 0"
+
+
+def test_a_module_that_wipes_its_lab_is_followed_there_by_the_one_that_builds_from_nothing() -> None:
+    modules = sorted(EXPECTED_MINUTES)
+    for lanes in (1, 2, 3, 4):
+        for wiper, follower in WIPES_ITS_LAB.items():
+            lane = next(lane for lane in plan_lanes(modules, lanes) if wiper in lane)
+            assert lane.index(follower) == lane.index(wiper) + 1, (lanes, lane)
+    alone = plan_lanes(["tests/e2e/test_program_e2e.py", "tests/e2e/test_upgrade_e2e.py"], 2)
+    assert sorted(module for lane in alone for module in lane) == [
+        "tests/e2e/test_program_e2e.py",
+        "tests/e2e/test_upgrade_e2e.py",
+    ]
 
 
 def test_a_module_without_an_estimate_counts_as_an_average_one() -> None:
