@@ -88,8 +88,8 @@ def main() -> None:
 
 def lab_of(hosts: list[Any], stack: Any) -> dict[str, Any]:
     """The dev stack widened to HOSTS: one manager, the rest workers; the image relayed (the
-    quickest cold distribution at 8 hosts); training off beyond 2 hosts (its batch is the dev
-    stack's, for 2 ranks), which a no-op does not run anyway."""
+    quickest cold distribution at 8 hosts); beyond 2 hosts training is not launched (a no-op
+    runs none, and 8 CPU ranks would only lengthen the cold up), its batch widened to the ranks."""
     template = stack.config_value("hosts")[0]
     change: dict[str, Any] = {
         "hosts": [{**template, "name": host.name, "address": host.address, "role": host.role} for host in hosts],
