@@ -45,19 +45,14 @@ def main() -> None:
 
     from harness.pulumi_cli import PulumiCli, ensure_toolchain
     from harness.stack_project import Stack, project_copy
+    from simhosts import lifecycle
+    from simhosts.links import LinkRates
     from simhosts.plan import lab_from_env
 
     lab = lab_from_env()
-    hosts = lab.hosts(args.hosts)
     ensure_toolchain()
-    links = [
-        *(["--link", args.link] if args.link else []),
-        *(["--operator-link", args.operator_link] if args.operator_link else []),
-    ]
-    subprocess.run(
-        [".venv/bin/python", "-m", "simhosts", "--lab", str(lab.id), "up", "--hosts", str(args.hosts), *links],
-        check=True,
-    )
+    rates = LinkRates(host=args.link or None, operator=args.operator_link or None)
+    hosts = lifecycle.up(lab, args.hosts, lambda message: print(f"simhosts: {message}", flush=True), rates=rates)
     work = Path(tempfile.mkdtemp(prefix="dslab-noop-cost-"))
     wrapper = work / "bin"
     wrapper.mkdir()

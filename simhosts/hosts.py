@@ -123,11 +123,19 @@ def heal(host: HostSpec, timeout: float = 120) -> None:
 
 
 def _gossip_port_stuck(host: HostSpec) -> bool:
+    return swarm_state(host) == "inactive" and gossip_port(host, "gossip_port_held")
+
+
+def swarm_state(host: HostSpec) -> str:
+    """The host engine's swarm state: ``inactive``, ``active``, ... (empty when it does not answer)."""
     swarm = run(["docker", "exec", host.container, "docker", "info", "--format", "{{.Swarm.LocalNodeState}}"], check=False)
-    if swarm.stdout.strip() != "inactive":
-        return False
-    check = GOSSIP_PORT.read_text(encoding="utf-8") + "\ngossip_port_held\n"
-    return run(["docker", "exec", host.container, "bash", "-c", check], check=False).returncode == 0
+    return swarm.stdout.strip()
+
+
+def gossip_port(host: HostSpec, function: str) -> bool:
+    """Runs FUNCTION of the program's gossip-port library (GOSSIP_PORT) inside the host: whether it succeeded."""
+    script = GOSSIP_PORT.read_text(encoding="utf-8") + f"\n{function}\n"
+    return run(["docker", "exec", host.container, "bash", "-c", script], check=False).returncode == 0
 
 
 def _wait(host: HostSpec, argv: list[str], what: str, timeout: float, need_output: bool = False) -> None:

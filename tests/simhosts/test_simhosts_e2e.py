@@ -16,7 +16,6 @@ import pytest
 from conftest import LAB, SimulatedHosts, take_snapshot
 
 from simhosts import faults, hosts, lifecycle
-from simhosts.hosts import GOSSIP_PORT as GOSSIP_PORT_LIB
 from simhosts.images import BASE_IMAGE
 from simhosts.links import LinkRates
 
@@ -214,13 +213,6 @@ def test_limited_links_hold_a_copy_to_their_rate_and_up_without_them_takes_the_l
     assert "htb" not in sending.stdout and "tbf" not in sending.stdout, sending.stdout
 
 
-def swarm_state(host: str) -> str:
-    return subprocess.run(
-        ["docker", "exec", LAB.host(host).container, "docker", "info", "--format", "{{.Swarm.LocalNodeState}}"],
-        capture_output=True, text=True, check=True,
-    ).stdout.strip()
-
-
 def engine_pid(host: str) -> str:
     return subprocess.run(
         ["docker", "exec", LAB.host(host).container, "cat", "/run/docker.pid"], capture_output=True, text=True, check=True
@@ -232,16 +224,14 @@ def test_up_restarts_an_engine_in_no_swarm_that_still_holds_the_gossip_port_and_
 ) -> None:
     # What a worker that left with its manager can keep for good (moby/moby#31913), here a listener.
     for host in ("server1", "server2"):
-        assert swarm_state(host) == "inactive", f"{host} must start in no swarm"
+        assert hosts.swarm_state(LAB.host(host)) == "inactive", f"{host} must start in no swarm"
         # A leave closes the port within seconds; an engine that has not yet is not the case tested.
-        wait_free = GOSSIP_PORT_LIB.read_text(encoding="utf-8") + "\nwait_for_gossip_port_free\n"
-        subprocess.run(["docker", "exec", LAB.host(host).container, "bash", "-c", wait_free], check=True)
+        assert hosts.gossip_port(LAB.host(host), "wait_for_gossip_port_free"), f"{host}'s port is free"
     container = LAB.host("server2").container
     subprocess.run(["docker", "exec", "--detach", container, "busybox", "nc", "-l", "-p", "7946"], check=True)
     try:
         time.sleep(1)
-        held = GOSSIP_PORT_LIB.read_text(encoding="utf-8") + "\ngossip_port_held\n"
-        assert subprocess.run(["docker", "exec", container, "bash", "-c", held]).returncode == 0, "the port is held"
+        assert hosts.gossip_port(LAB.host("server2"), "gossip_port_held"), "the port is held"
         before = {host: engine_pid(host) for host in ("server1", "server2")}
         lifecycle.up(LAB, 2, print)
         assert engine_pid("server2") != before["server2"], "its engine was restarted"
