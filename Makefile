@@ -86,9 +86,10 @@ check: venv
 	$(PY) -m ruff check .
 	$(PY) -m mypy
 
-# The fast tier: everything that needs no engine. `make test` stops here when it fails.
+# The fast tier: everything that needs no engine, one worker per core. `make test` stops here
+# when it fails.
 test-unit: venv dev-tools
-	$(PY) -m pytest -m "not e2e"
+	$(PY) -m pytest -m "not e2e" -n auto
 
 # The end-to-end modules, whole, longest first, on LANES labs side by side (harness/lanes.py);
 # each module's duration is printed at the end.

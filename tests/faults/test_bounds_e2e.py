@@ -42,7 +42,7 @@ def long_training_started(stack: Stack, steps: int = 1_000_000, pause_s: float =
         cwd=cli.project_dir, env=cli.env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     deadline = time.monotonic() + 300
-    # This run, not the last one's log: the preflight comes first, then the status says running.
+    # This run, not the last one's log: the status says running and its log shows steps.
     while not (
         in_container("server1", "cat", "/opt/dslab/run/status", check=False).strip() == "running"
         and "dslab: step=" in in_container("server1", "cat", "/opt/dslab/run/train.log", check=False)

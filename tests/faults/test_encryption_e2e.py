@@ -31,7 +31,7 @@ STACK = "encryption"
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    yield from fault_stack(tmp_path_factory, STACK, converged=True)
+    yield from fault_stack(tmp_path_factory, STACK, converged=True, preflight=True)
 
 
 def ipsec_works_on(host: str) -> bool:

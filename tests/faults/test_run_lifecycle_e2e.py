@@ -35,7 +35,7 @@ STEPS = 250
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    for stack in fault_stack(tmp_path_factory, STACK):  # the hosts are up from here
+    for stack in fault_stack(tmp_path_factory, STACK, preflight=True):  # the hosts are up from here
         for host in HOSTS:  # an earlier session's runs
             on_host(host, "rm", "-rf", RESULTS, MOVED)
         stack.merge_config({"training": {"wait": False, "results_dir": RESULTS, "stall_timeout": 600}})

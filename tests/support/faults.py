@@ -37,12 +37,19 @@ def fault_stack(
     bastion: bool = False,
     hosts: tuple[str, ...] = HOSTS,
     reuse_on: tuple[str, ...] | None = None,
+    preflight: bool = False,
 ) -> Iterator[Stack]:
     """Stack NAME of a project copy for this lab (OTHERS: more stacks' files in it), from
     nothing, or CONVERGED (after a first `up`); the lab behind its BASTION when asked (the
     stack reaches the hosts through it), with HOSTS up (the stack names the first two); the
-    image an earlier module built tagged back on REUSE_ON (default: every host); afterwards
-    the hosts powered and connected, the stack destroyed and the timings reported."""
+    image an earlier module built tagged back on REUSE_ON (default: every host); the
+    PREFLIGHT before each run only when asked; afterwards the hosts powered and connected,
+    the stack destroyed and the timings reported.
+
+    The preflight is off unless the module looks at it: it is a whole deepspeed launch of its
+    own before every new run (~10 CPU-s and ~8 s on an idle 2-core machine, several times that
+    beside other labs), and the program's, host mode's, LLaMA-Factory's, encryption's and run
+    lifecycle's modules prove it."""
     ensure_toolchain()
     hosts_up(len(hosts), bastion=bastion)
     for host in hosts:  # an earlier session's unfinished runs of this stack would be resumed
@@ -53,6 +60,8 @@ def fault_stack(
     stack = Stack(cli, name)
     if bastion:
         stack.merge_config({"operator": {"jump_host": {"address": LAB.bastion.address}}})
+    if not preflight:
+        stack.merge_config({"training": {"preflight": {"enabled": False}}})
     reuse_built_images(cli.project_dir, name, hosts if reuse_on is None else reuse_on)
     if converged:
         up(stack)
