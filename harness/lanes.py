@@ -120,8 +120,20 @@ class Lanes:
             sys.stdout.flush()
 
     def lane(self, lab: int) -> None:
+        self.clean_lab(lab)
         for run in self.plan[lab]:
             self.run_module(run, lab)
+
+    def clean_lab(self, lab: int) -> None:
+        """The lab's servers as if no stack had ever run there, images and build cache kept
+        (`python -m simhosts clean`): a run killed halfway leaves its stacks' containers, claims
+        and swarm behind, and the program rightly refuses hosts another stack claims, so every
+        module of the next run on that lab would fail. A failure here is printed, and the
+        modules run anyway: theirs say more."""
+        argv = [str(PYTHON), "-m", "simhosts", "--lab", str(lab), "clean"]
+        result = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, check=False)
+        for line in (result.stdout + result.stderr).splitlines():
+            self.say(f"lab{lab}", line)
 
     def run_module(self, run: ModuleRun, lab: int) -> None:
         run.lab = lab

@@ -1,4 +1,4 @@
-"""``python -m simhosts [--lab ID] up [--hosts N] [--bastion] [--link RATE] [--operator-link RATE] | down | status | fault KIND HOST``."""
+"""``python -m simhosts [--lab ID] up [--hosts N] [--bastion] [--link RATE] [--operator-link RATE] | down | clean | status | fault KIND HOST``."""
 
 from __future__ import annotations
 
@@ -51,6 +51,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--operator-link", metavar="RATE", help="limit this machine's link to the lab both ways, e.g. 50mbit (default: unlimited)"
     )
     commands.add_parser("down", help="remove everything the simulator made (keeps the image cache)")
+    commands.add_parser(
+        "clean",
+        help="remove what stacks left on the servers (containers, volumes, networks, swarm, results, marks); keep images and build cache",
+    )
     commands.add_parser("status", help="show each host, its address, engine, sshd, network and swarm state")
     fault = commands.add_parser("fault", help="inject or undo a fault on one host")
     fault.add_argument("kind", choices=sorted(FAULTS))
@@ -70,6 +74,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             _log(f"done in {time.monotonic() - started:.1f} s")
         elif args.command == "down":
             lifecycle.down(lab, _log)
+        elif args.command == "clean":
+            cleaned = lifecycle.clean(lab, _log)
+            _log(f"lab {lab.id}: {len(cleaned)} servers cleaned in {time.monotonic() - started:.1f} s")
         elif args.command == "status":
             _print_status(lab)
         else:

@@ -157,7 +157,12 @@ def authorize(host: HostSpec, public_keys: str) -> None:
 
 def run_fault_script(host: HostSpec, script: str) -> None:
     """simhosts/assets/faults/SCRIPT, run by sh inside the host."""
-    text = (paths.ASSETS / "faults" / script).read_text(encoding="utf-8")
+    run_script(host, paths.ASSETS / "faults" / script)
+
+
+def run_script(host: HostSpec, script: Path) -> None:
+    """SCRIPT (a file of ours), run by sh inside the host."""
+    text = script.read_text(encoding="utf-8")
     run(["docker", "exec", "--interactive", host.container, "sh", "-s"], input_text=text)
 
 

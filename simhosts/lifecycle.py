@@ -13,8 +13,8 @@ from pathlib import Path
 
 from simhosts import faults, hosts, images, links, network, operator_files, paths
 from simhosts.links import LinkRates
-from simhosts.plan import HOST_LABEL, HostSpec, SimLab
-from simhosts.proc import Log, docker, ok, run
+from simhosts.plan import HOST_LABEL, MAX_HOSTS, HostSpec, SimLab
+from simhosts.proc import CommandError, Log, docker, ok, run
 
 
 def up(lab: SimLab, count: int, log: Log, bastion: bool = False, rates: LinkRates | None = None) -> list[HostSpec]:
@@ -92,6 +92,34 @@ def reinstall_host(lab: SimLab, name: str, log: Log) -> None:
     docker("exec", host.container, "dslab-engine", "start")
     base_hash, base_tarball = machine_parts(log)
     hosts.ensure_base_image_inside(host, base_hash, base_tarball)
+
+
+CLEAN_SCRIPT = paths.ASSETS / "clean-host.sh"
+
+
+def clean(lab: SimLab, log: Log) -> list[str]:
+    """What stacks left on ``lab``'s servers removed (containers, volumes, networks, swarm
+    membership, IPsec state, results directories, step marks), their images and build cache
+    kept: each server as if no stack had ever run there. A server left stopped, frozen, cut off
+    or without its engine by an interrupted test is brought back first. Returns the servers
+    cleaned (those that exist)."""
+    servers = [host for host in lab.hosts(MAX_HOSTS) if hosts.state(host) is not None]
+
+    def clean_one(host: HostSpec) -> None:
+        if hosts.state(host) != "running":
+            docker("start", host.container)
+        try:
+            faults.resume_engine(lab, host.name)  # a frozen engine would hang every step below
+        except CommandError:
+            pass  # no engine running: heal starts it
+        hosts.heal(host)
+        hosts.wait_ready(host)
+        hosts.run_script(host, CLEAN_SCRIPT)
+        log(f"{host.name}: cleaned (images and build cache kept)")
+
+    with ThreadPoolExecutor(max_workers=max(1, len(servers))) as pool:
+        list(pool.map(clean_one, servers))
+    return [host.name for host in servers]
 
 
 @contextmanager

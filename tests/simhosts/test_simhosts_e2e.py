@@ -240,6 +240,28 @@ def test_up_restarts_an_engine_in_no_swarm_that_still_holds_the_gossip_port_and_
         subprocess.run(["docker", "exec", container, "pkill", "-f", "nc -l -p 7946"], check=False)
 
 
+def test_clean_removes_what_stacks_left_and_keeps_the_images_even_behind_a_frozen_engine(swarm: SimulatedHosts) -> None:
+    # What a test run killed halfway leaves: a stack's container and claim, a swarm, results
+    # directories and step marks, and here server2's engine frozen by a fault never undone.
+    swarm.ssh("server1", "docker", "volume", "create", "dslab-claim")
+    swarm.ssh("server1", "docker", "run", "--detach", "--name", "llm", "--volume", "dslab-claim:/claim", BASE_IMAGE, "sleep", "infinity")
+    swarm.ssh("server1", "docker", "tag", BASE_IMAGE, "dslab/train:kept")
+    for host in ("server1", "server2"):
+        swarm.ssh(host, "sh", "-c", "mkdir -p /var/lib/dslab/dslab/dev/runs /root/.dslab/steps && touch /var/lib/dslab/dslab/dev/runs/r /root/.dslab/steps/s")
+    faults.hang_engine(LAB, "server2")
+
+    assert lifecycle.clean(LAB, print) == ["server1", "server2"]
+
+    for host in ("server1", "server2"):
+        assert swarm.ssh(host, "docker", "ps", "--all", "--quiet").stdout.strip() == "", f"no container left on {host}"
+        assert swarm.ssh(host, "docker", "volume", "ls", "--quiet").stdout.strip() == "", f"no volume left on {host}"
+        assert hosts.swarm_state(LAB.host(host)) == "inactive", f"{host} in no swarm"
+        assert swarm.ssh(host, "sh", "-c", "ls -A /var/lib/dslab /root/.dslab 2>/dev/null || true").stdout.strip() == ""
+    kept = swarm.ssh("server1", "docker", "image", "inspect", "--format", "{{.Id}}", "dslab/train:kept").stdout
+    assert kept.startswith("sha256:"), "images stay: the next build is warm"
+    swarm.ssh("server1", "docker", "rmi", "dslab/train:kept")
+
+
 def test_lab_up_again_is_fast_and_keeps_the_operator_key_and_host_keys(hosts_up: SimulatedHosts) -> None:
     key = (hosts_up.state_dir / "operator_ed25519").read_text()
     known_hosts = (hosts_up.state_dir / "known_hosts").read_text()
