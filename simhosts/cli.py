@@ -53,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("down", help="remove everything the simulator made (keeps the image cache)")
     commands.add_parser(
         "clean",
-        help="remove what stacks left on the servers (containers, volumes, networks, swarm, results, marks); keep images and build cache",
+        help="remove what stacks left on the servers (containers, volumes, networks, swarm, results, marks, dslab/* names); keep images and build cache",
     )
     commands.add_parser("status", help="show each host, its address, engine, sshd, network and swarm state")
     fault = commands.add_parser("fault", help="inject or undo a fault on one host")

@@ -245,7 +245,8 @@ def test_clean_removes_what_stacks_left_and_keeps_the_images_even_behind_a_froze
     # directories and step marks, and here server2's engine frozen by a fault never undone.
     swarm.ssh("server1", "docker", "volume", "create", "dslab-claim")
     swarm.ssh("server1", "docker", "run", "--detach", "--name", "llm", "--volume", "dslab-claim:/claim", BASE_IMAGE, "sleep", "infinity")
-    swarm.ssh("server1", "docker", "tag", BASE_IMAGE, "dslab/train:kept")
+    swarm.ssh("server1", "docker", "tag", BASE_IMAGE, "dslab/train:left")
+    swarm.ssh("server1", "docker", "tag", BASE_IMAGE, "dslab-test-cache/train:kept")
     for host in ("server1", "server2"):
         swarm.ssh(host, "sh", "-c", "mkdir -p /var/lib/dslab/dslab/dev/runs /root/.dslab/steps && touch /var/lib/dslab/dslab/dev/runs/r /root/.dslab/steps/s")
     faults.hang_engine(LAB, "server2")
@@ -257,9 +258,10 @@ def test_clean_removes_what_stacks_left_and_keeps_the_images_even_behind_a_froze
         assert swarm.ssh(host, "docker", "volume", "ls", "--quiet").stdout.strip() == "", f"no volume left on {host}"
         assert hosts.swarm_state(LAB.host(host)) == "inactive", f"{host} in no swarm"
         assert swarm.ssh(host, "sh", "-c", "ls -A /var/lib/dslab /root/.dslab 2>/dev/null || true").stdout.strip() == ""
-    kept = swarm.ssh("server1", "docker", "image", "inspect", "--format", "{{.Id}}", "dslab/train:kept").stdout
-    assert kept.startswith("sha256:"), "images stay: the next build is warm"
-    swarm.ssh("server1", "docker", "rmi", "dslab/train:kept")
+    images = swarm.ssh("server1", "docker", "images", "--format", "{{.Repository}}:{{.Tag}}").stdout.split()
+    assert "dslab-test-cache/train:kept" in images and BASE_IMAGE in images, f"images stay: {images}"
+    assert "dslab/train:left" not in images, "no image under the program's names, as after a destroy"
+    swarm.ssh("server1", "docker", "rmi", "dslab-test-cache/train:kept")
 
 
 def test_lab_up_again_is_fast_and_keeps_the_operator_key_and_host_keys(hosts_up: SimulatedHosts) -> None:
