@@ -6,7 +6,8 @@
 # and nothing but commands crosses this machine's link.
 #   image-relay.sh TAG ID KNOWN_HOSTS -- FROM SSH_OPTION... -- TO SSH_OPTION... [-- TO SSH_OPTION...]
 # FROM, TO: USER@ADDRESS:PORT, each with the options this machine's ssh reaches it with. A TO
-# that already holds TAG as image ID (the builder's) is left out of the chain.
+# that already holds TAG as image ID (the builder's) is left out of the chain, and so is one
+# that holds image ID under another name only, which gets TAG.
 # stdin: host/image-relay-hop.sh, each host's part. The hosts log in to each other with a key
 # made for this run only, authorized on each receiving host for the hop's `receive` alone
 # (sshd's `restrict` and a forced command), each next hop's host key checked against
@@ -45,8 +46,11 @@ hop() {  # hop I ACTION ARG...: host/image-relay-hop.sh ACTION DIR ARG... on hos
   shift
   on "$index" "bash -c $(printf '%q' "$hop_script") image-relay-hop $(printf '%q ' "$@")"
 }
-holds_it() {  # holds_it I: host I has TAG as image ID
-  [[ "$(on "$1" "docker image inspect $(printf '%q' "$tag") --format '{{.Id}}'" </dev/null 2>/dev/null)" == "$id" ]]
+holds_it() {  # holds_it I: host I has TAG as image ID, or ID under another name only (named TAG then)
+  local quoted_tag quoted_id
+  quoted_tag=$(printf '%q' "$tag") quoted_id=$(printf '%q' "$id")
+  on "$1" "[ \"\$(docker image inspect $quoted_tag --format '{{.Id}}' 2>/dev/null)\" = $quoted_id ] ||
+    { docker image inspect $quoted_id >/dev/null 2>&1 && docker tag $quoted_id $quoted_tag; }" </dev/null >/dev/null 2>&1
 }
 where() { echo "${destinations[$1]%:*}"; }
 

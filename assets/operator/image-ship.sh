@@ -3,7 +3,8 @@
 # build-once): `docker save` on FROM piped into `docker load` on TO.
 #   ship TAG STEP ID FROM TO -- SSH_OPTION... [-- TO_SSH_OPTION...]
 #                                           copies TAG unless TO has it as image ID (the
-#                                           builder's), marks STEP on TO (generation
+#                                           builder's; held under another name only, TO
+#                                           gets the name), marks STEP on TO (generation
 #                                           $DSLAB_GEN) so the hosts' probe sees the image
 #                                           removed; TO_SSH_OPTION where TO is reached
 #                                           otherwise (through another jump host)
@@ -47,6 +48,11 @@ case $action in
     to=${hosts[1]}
     if [[ "$(on 1 docker image inspect "$tag" --format '{{.Id}}' 2>/dev/null)" == "$id" ]]; then
       echo "$tag already on ${to%:*}" >&2
+    elif on 1 docker image inspect "$id" --format '{{.Id}}' >/dev/null 2>&1; then
+      # The same image under another name only (another stack's, a kept copy; an image id is
+      # its content's digest): naming it is all that is missing.
+      on 1 docker tag "$id" "$tag"
+      echo "$tag already on ${to%:*} under another name: named it" >&2
     else
       still_sending() { echo "still sending $tag to ${to%:*}: $SECONDS s" >&2; }
       tick_while_running still_sending

@@ -51,9 +51,13 @@ exec env HOME="$HOSTS/$address" FROM="$address" bash -c "$*"
 """
 
 STAND_IN_DOCKER = r"""#!/bin/bash
-# docker save|load|image inspect, with images as files in $HOME/images.
+# docker save|load|image inspect|tag, with images as files in $HOME/images (an image's id is
+# "sha256:" and its file's first 5 bytes; inspect and tag take a name or an id).
 images=$HOME/images
 mkdir -p "$images"
+by_id() { for file in "$images"/*; do [[ $(head -c 5 "$file") != "${1#sha256:}" ]] || { echo "$file"; return; }; done; }
+if [[ $1 == image && $3 == sha256:* ]]; then file=$(by_id "$3"); [[ -n $file ]] || { echo "No such image: $3" >&2; exit 1; }; echo "$3"; exit 0; fi
+if [[ $1 == tag ]]; then file=$(by_id "$2"); cp "$file" "$images/${3//\//_}"; exit 0; fi
 case $1 in
   save) echo "$2"; cat "$images/${2//\//_}" ;;
   load) read -r tag; cat >"$images/.loading"; [[ -s $images/.loading ]] || { echo "unexpected EOF" >&2; exit 1; }
@@ -130,6 +134,18 @@ def test_a_host_that_holds_the_image_is_left_out_of_the_chain(tmp_path: Path) ->
     hops = [login for login in logins(tmp_path) if not login.startswith("operator ")]
     assert hops == ["10.0.0.1 10.0.0.2", "10.0.0.2 10.0.0.4"]
     assert holding(tmp_path) == HOSTS
+
+
+def test_a_host_that_holds_the_image_under_another_name_only_is_named_and_left_out(tmp_path: Path) -> None:
+    env = lab(tmp_path)
+    # Another stack's name for it, or a kept copy: the same image id.
+    (tmp_path / "hosts" / HOSTS[2] / "images" / "dslab-test-cache_train:abc").write_text("builtEND")
+    ran = relay(tmp_path, env)
+    assert ran.returncode == 0, ran.stderr
+    assert f"{TAG} already on root@10.0.0.3" in ran.stderr
+    hops = [login for login in logins(tmp_path) if not login.startswith("operator ")]
+    assert hops == ["10.0.0.1 10.0.0.2", "10.0.0.2 10.0.0.4"], "no copy to the host that had it"
+    assert holding(tmp_path) == HOSTS, "it got the name"
 
 
 def test_every_host_holding_it_relays_nothing(tmp_path: Path) -> None:

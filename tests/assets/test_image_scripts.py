@@ -31,8 +31,14 @@ exec bash -c "$*"
 """
 
 STAND_IN_DOCKER = r"""#!/bin/bash
-# docker save|load|image inspect|image rm, with images as files; `save` takes SAVE_SECONDS.
+# docker save|load|image inspect|image rm|tag, with images as files (a file holds its image's id,
+# inspect and tag take a name or an id); `save` takes SAVE_SECONDS.
 images=$HOME/images
+by_id() { grep -lx "${1#sha256:}" "$images"/* 2>/dev/null | head -n 1; }
+if [[ $1 == image && $2 == inspect && $3 == sha256:* ]]; then
+  [[ -n $(by_id "$3") ]] || { echo "No such image: $3" >&2; exit 1; }; echo "$3"; exit 0
+fi
+if [[ $1 == tag ]]; then cp "$(by_id "$2")" "$images/${3//\//_}"; exit 0; fi
 case $1 in
   save) sleep "${SAVE_SECONDS:-0}"; echo "$2"; cat "$images/${2//\//_}" ;;
   load) read -r tag; cat >"$images/${tag//\//_}"; echo "Loaded image: $tag" ;;
@@ -119,6 +125,19 @@ def test_a_host_that_has_the_image_is_only_marked_and_one_with_another_gets_the_
     rebuilt = ship(env, "ship", TAG, "image", "sha256:rebuilt", BUILDER, WORKER)
     assert rebuilt.returncode == 0, rebuilt.stderr
     assert (worker(tmp_path) / "images" / TAG.replace("/", "_")).read_text() == "rebuilt"
+
+
+def test_a_host_that_holds_the_image_under_another_name_only_gets_the_name_not_a_copy(tmp_path: Path) -> None:
+    env = hosts_with_stand_ins(tmp_path)
+    # Another stack's name for the same image (the same id), or a kept copy.
+    (worker(tmp_path) / "images").mkdir(parents=True)
+    (worker(tmp_path) / "images" / "dslab-test-cache_train:abc").write_text("built\n")
+    (tmp_path / "hosts" / "10.0.0.1" / "images" / TAG.replace("/", "_")).unlink()  # no save possible now
+    shipped = ship(env, "ship", TAG, "image", "sha256:built", BUILDER, WORKER, generation=4)
+    assert shipped.returncode == 0, shipped.stderr
+    assert shipped.stderr == f"{TAG} already on root@10.0.0.2 under another name: named it\n"
+    assert (worker(tmp_path) / "images" / TAG.replace("/", "_")).read_text() == "built\n"
+    assert (worker(tmp_path) / ".dslab" / "steps" / "image.gen").read_text() == "4\n"
 
 
 def test_a_long_copy_says_how_far_it_is_and_its_ticker_ends_with_it(tmp_path: Path) -> None:
