@@ -29,20 +29,20 @@ REPO = Path(__file__).resolve().parents[1]
 PYTHON = REPO / ".venv" / "bin" / "python"
 LANES_ENV = "DSLAB_TEST_LANES"
 EXPECTED_MINUTES: dict[str, float] = {
-    "tests/faults/test_bounds_e2e.py": 9.0,
-    "tests/faults/test_returning_hosts_e2e.py": 8.5,
-    "tests/e2e/test_program_e2e.py": 7.0,
-    "tests/faults/test_faults_e2e.py": 6.5,
-    "tests/e2e/test_llamafactory_e2e.py": 5.5,
-    "tests/faults/test_run_lifecycle_e2e.py": 5.5,
-    "tests/faults/test_encryption_e2e.py": 5.0,
-    "tests/e2e/test_upgrade_e2e.py": 4.5,
-    "tests/faults/test_relay_e2e.py": 3.5,
-    "tests/faults/test_bastion_e2e.py": 3.5,
-    "tests/e2e/test_host_mode_e2e.py": 1.5,
-    "tests/toolchain/test_toolchain_proof.py": 1.0,
-    "tests/simhosts/test_simhosts_e2e.py": 1.0,
-    "tests/toolchain/test_cli_progress.py": 0.5,
+    "tests/faults/test_bounds_e2e.py": 10.5,
+    "tests/e2e/test_program_e2e.py": 10.5,
+    "tests/faults/test_returning_hosts_e2e.py": 10.2,
+    "tests/faults/test_encryption_e2e.py": 7.9,
+    "tests/faults/test_faults_e2e.py": 7.5,
+    "tests/e2e/test_llamafactory_e2e.py": 7.0,
+    "tests/faults/test_run_lifecycle_e2e.py": 6.5,
+    "tests/faults/test_bastion_e2e.py": 4.3,
+    "tests/faults/test_relay_e2e.py": 3.6,
+    "tests/e2e/test_upgrade_e2e.py": 3.0,
+    "tests/simhosts/test_simhosts_e2e.py": 1.6,
+    "tests/toolchain/test_toolchain_proof.py": 1.4,
+    "tests/e2e/test_host_mode_e2e.py": 1.1,
+    "tests/toolchain/test_cli_progress.py": 0.1,
 }
 """About how long each module takes beside another on this project's 2-core machine, with the
 labs' build caches warm: the longest go first, so that no lane is left with a long module at the

@@ -80,6 +80,11 @@ def keep_build_cache(hosts: tuple[str, ...] = ("server1", "server2")) -> None:
             on_host(host, "docker", "tag", image, f"{BUILD_CACHE_REPOSITORY}/{image.split('/', 1)[1]}")
 
 
+def cached_name(tag: str) -> str:
+    """The name keep_build_cache keeps the image of TAG under (`dslab/train:X` -> `dslab-test-cache/train:X`)."""
+    return f"{BUILD_CACHE_REPOSITORY}/{tag.split('/', 1)[1]}"
+
+
 def reuse_built_images(project: Path, stack: str, hosts: tuple[str, ...] = ("server1", "server2")) -> None:
     """The training image STACK's file (in PROJECT) names, when an earlier module built it on this
     lab (keep_build_cache kept it), tagged back under its own name on each host: the lab as after a
@@ -88,7 +93,7 @@ def reuse_built_images(project: Path, stack: str, hosts: tuple[str, ...] = ("ser
     that tag: whatever else `destroy` leaves is still found."""
     config = load_stack_file(project / f"Pulumi.{stack}.yaml")
     tag = training_image_source(config.image, project).tag
-    cached = f"{BUILD_CACHE_REPOSITORY}/{tag.split('/', 1)[1]}"
+    cached = cached_name(tag)
     for host in hosts:
         if on_host(host, "docker", "image", "inspect", "--format", "{{.Id}}", cached, check=False).strip():
             on_host(host, "docker", "tag", cached, tag)
