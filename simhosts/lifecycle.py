@@ -100,9 +100,9 @@ CLEAN_SCRIPT = paths.ASSETS / "clean-host.sh"
 def clean(lab: SimLab, log: Log) -> list[str]:
     """What stacks left on ``lab``'s servers removed (containers, volumes, networks, swarm
     membership, IPsec state, results directories, step marks, the program's image names), their
-    images and build cache kept: each server as if no stack had ever run there. A server left stopped, frozen, cut off
-    or without its engine by an interrupted test is brought back first. Returns the servers
-    cleaned (those that exist)."""
+    images and build cache kept: each server as if no stack had ever run there. A server left
+    stopped, frozen, cut off or without its engine by an interrupted test is brought back first.
+    Returns the servers cleaned (those that exist)."""
     servers = [host for host in lab.hosts(MAX_HOSTS) if hosts.state(host) is not None]
 
     def clean_one(host: HostSpec) -> None:

@@ -77,7 +77,7 @@ def keep_build_cache(hosts: tuple[str, ...] = ("server1", "server2")) -> None:
     for host in hosts:
         images = on_host(host, "docker", "images", "--format", "{{.Repository}}:{{.Tag}}", "--filter", "reference=dslab/*")
         for image in images.split():
-            on_host(host, "docker", "tag", image, f"{BUILD_CACHE_REPOSITORY}/{image.split('/', 1)[1]}")
+            on_host(host, "docker", "tag", image, cached_name(image))
 
 
 def cached_name(tag: str) -> str:
