@@ -39,7 +39,7 @@ def hang_engine(lab: SimLab, name: str) -> None:
 
 def resume_engine(lab: SimLab, name: str) -> None:
     """Undo :func:`hang_engine` (SIGCONT)."""
-    docker("exec", lab.host(name).container, "sh", "-c", 'kill -CONT "$(cat /run/docker.pid)"')
+    hosts.resume_engine(lab.host(name))
 
 
 def cut_network(lab: SimLab, name: str) -> None:

@@ -107,13 +107,20 @@ GOSSIP_PORT = paths.REPO_ROOT / "assets" / "host" / "lib" / "gossip-port.sh"
 """The program's own check of swarm's gossip port (TCP 7946), run inside the host."""
 
 
+def resume_engine(host: HostSpec) -> None:
+    """Wake the host's dockerd if it is frozen (SIGCONT); nothing when it runs or is stopped."""
+    docker("exec", host.container, "sh", "-c", '[ ! -s /run/docker.pid ] || kill -CONT "$(cat /run/docker.pid)" 2>/dev/null || true')
+
+
 def heal(host: HostSpec, timeout: float = 120) -> None:
-    """Undo injected faults on a running host: restore its network, start its engine; restart
-    an engine that is in no swarm yet still holds swarm's gossip port."""
+    """Undo injected faults on a running host: restore its network, wake a frozen engine, start
+    a stopped one; restart an engine that is in no swarm yet still holds swarm's gossip port."""
     # sshd listening means the entrypoint has finished starting the engine; starting it
     # before then would race the entrypoint.
     wait_sshd(host, timeout)
     docker("exec", host.container, "dslab-netcut", "restore")
+    # A frozen engine answers nothing: `dslab-engine start` would wait on it for good.
+    resume_engine(host)
     docker("exec", host.container, "dslab-engine", "start")
     if _gossip_port_stuck(host):
         # A worker that left while its manager left too can keep it for good (moby/moby#31913):

@@ -14,7 +14,7 @@ from pathlib import Path
 from simhosts import faults, hosts, images, links, network, operator_files, paths
 from simhosts.links import LinkRates
 from simhosts.plan import HOST_LABEL, MAX_HOSTS, HostSpec, SimLab
-from simhosts.proc import CommandError, Log, docker, ok, run
+from simhosts.proc import Log, docker, ok, run
 
 
 def up(lab: SimLab, count: int, log: Log, bastion: bool = False, rates: LinkRates | None = None) -> list[HostSpec]:
@@ -40,7 +40,7 @@ def up(lab: SimLab, count: int, log: Log, bastion: bool = False, rates: LinkRate
         hosts.authorize(jump, public_key)
 
     def prepare(host: HostSpec) -> None:
-        # `up` also repairs: a host left with a stopped engine or a cut network works again.
+        # `up` also repairs: a host left with a stopped or frozen engine or a cut network works again.
         hosts.heal(host)
         hosts.wait_ready(host)
         hosts.authorize(host, public_key)
@@ -108,10 +108,6 @@ def clean(lab: SimLab, log: Log) -> list[str]:
     def clean_one(host: HostSpec) -> None:
         if hosts.state(host) != "running":
             docker("start", host.container)
-        try:
-            faults.resume_engine(lab, host.name)  # a frozen engine would hang every step below
-        except CommandError:
-            pass  # no engine running: heal starts it
         hosts.heal(host)
         hosts.wait_ready(host)
         hosts.run_script(host, CLEAN_SCRIPT)
