@@ -18,7 +18,7 @@ export DSLAB_SOURCE_MIRROR := $(abspath ../shared/third_party)
 endif
 endif
 
-.PHONY: help venv dev-tools engine toolchain hosts-up hosts-down hosts-status demo demo-down demo-purge upgrade test test-unit test-e2e test-faults check bench
+.PHONY: help venv dev-tools engine toolchain lab-images e2e-deps hosts-up hosts-down hosts-status demo demo-down demo-purge upgrade test test-unit test-e2e test-faults check bench
 
 help:
 	@echo "make demo        start 2 simulated hosts and run 'pulumi up' on the dev stack"
@@ -31,6 +31,7 @@ help:
 	@echo "make bench       measure lifecycle and network on the simulator (bench/results.json; BENCH_ARGS=--help)"
 	@echo "make upgrade     take over a stack an older version made (STACK=$(STACK)), before its first up"
 	@echo "make toolchain   build or reuse the Pulumi CLI, language host and plugins"
+	@echo "make lab-images  start this machine's Docker engine and build the simulator's images"
 	@echo "make hosts-up    start the simulated hosts (HOSTS=$(HOSTS), LAB=$(LAB); BASTION=1: behind a bastion;"
 	@echo "                 LINK=100mbit OPERATOR_LINK=50mbit: links limited); hosts-down, hosts-status"
 
@@ -50,6 +51,16 @@ dev-tools:
 
 toolchain: venv
 	bash toolchain/install.sh
+
+# The machine's engine and the simulator's images, what every lab's `up` needs first.
+lab-images: venv
+	$(PY) -m simhosts images
+
+# What the end-to-end modules need. On a fresh machine the toolchain (Go builds: CPU) and the
+# simulator's images (apt and debootstrap: mostly downloads) are built side by side; once cached,
+# both take seconds.
+e2e-deps: venv dev-tools
+	@$(MAKE) --no-print-directory -j2 toolchain lab-images
 
 hosts-up: venv
 	$(PY) -m simhosts --lab $(LAB) up --hosts $(HOSTS) $(if $(BASTION),--bastion) $(if $(LINK),--link $(LINK)) $(if $(OPERATOR_LINK),--operator-link $(OPERATOR_LINK))
@@ -93,13 +104,13 @@ test-unit: venv dev-tools
 
 # The end-to-end modules, whole, longest first, on LANES labs side by side (harness/lanes.py);
 # each module's duration is printed at the end.
-test-e2e: venv dev-tools engine toolchain
+test-e2e: e2e-deps
 	$(PY) -m harness.lanes --lanes $(LANES)
 
 test: test-unit
 	@$(MAKE) --no-print-directory test-e2e
 
-test-faults: venv dev-tools engine toolchain
+test-faults: e2e-deps
 	$(PY) -m harness.lanes --lanes $(LANES) -m faults
 
 # Lab sizes and runs: BENCH_ARGS="--runs 3 --hosts 2,4,8 --only cold" (python -m bench --help).

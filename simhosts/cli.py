@@ -1,4 +1,4 @@
-"""``python -m simhosts [--lab ID] up [--hosts N] [--bastion] [--link RATE] [--operator-link RATE] | down | clean | status | fault KIND HOST``."""
+"""``python -m simhosts [--lab ID] up [--hosts N] [--bastion] [--link RATE] [--operator-link RATE] | down | clean | status | images | fault KIND HOST``."""
 
 from __future__ import annotations
 
@@ -56,6 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="remove what stacks left on the servers (containers, volumes, networks, swarm, results, marks, dslab/* names); keep images and build cache",
     )
     commands.add_parser("status", help="show each host, its address, engine, sshd, network and swarm state")
+    commands.add_parser(
+        "images",
+        help="start this machine's engine and build the simulator's images, what every lab's up needs first (idempotent; no lab is touched)",
+    )
     fault = commands.add_parser("fault", help="inject or undo a fault on one host")
     fault.add_argument("kind", choices=sorted(FAULTS))
     fault.add_argument("host", help="host name, e.g. server2, or bastion")
@@ -79,6 +83,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             _log(f"lab {lab.id}: {len(cleaned)} servers cleaned in {time.monotonic() - started:.1f} s")
         elif args.command == "status":
             _print_status(lab)
+        elif args.command == "images":
+            lifecycle.machine_parts(_log)
+            _log(f"images ready in {time.monotonic() - started:.1f} s")
         else:
             FAULTS[args.kind](lab, args.host)
             _log(f"{args.kind} {args.host}: done")

@@ -9,13 +9,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 
 import pytest
 from conftest import LAB, SimulatedHosts, take_snapshot
 
-from simhosts import faults, hosts, lifecycle
+from simhosts import faults, hosts, lifecycle, paths
 from simhosts.images import BASE_IMAGE
 from simhosts.links import LinkRates
 
@@ -262,6 +263,23 @@ def test_clean_removes_what_stacks_left_and_keeps_the_images_even_behind_a_froze
     assert "dslab-test-cache/train:kept" in images and BASE_IMAGE in images, f"images stay: {images}"
     assert "dslab/train:left" not in images, "no image under the program's names, as after a destroy"
     swarm.ssh("server1", "docker", "rmi", "dslab-test-cache/train:kept")
+
+
+def test_images_finds_the_simulators_images_in_place_and_leaves_the_lab_as_it_was(hosts_up: SimulatedHosts) -> None:
+    # `make test-e2e` runs it beside the toolchain build; here the lab is up, so the images are
+    # there and nothing may be built again or changed on the lab.
+    before = take_snapshot(mount_points=hosts_up.mount_points)
+    result = subprocess.run(
+        [sys.executable, "-m", "simhosts", "images"], capture_output=True, text=True, timeout=300, cwd=paths.REPO_ROOT
+    )
+    assert result.returncode == 0, result.stderr
+    assert "images ready in" in result.stderr, result.stderr
+    for building in ("debootstrap", "import local/", "build local/", "load local/"):
+        assert building not in result.stderr, f"nothing built or loaded again: {result.stderr}"
+    after = take_snapshot(mount_points=hosts_up.mount_points)
+    assert (after.containers, after.volumes, after.networks, after.links) == (
+        before.containers, before.volumes, before.networks, before.links,
+    )
 
 
 def test_lab_up_again_is_fast_and_keeps_the_operator_key_and_host_keys(hosts_up: SimulatedHosts) -> None:
