@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from harness.lanes import EXPECTED_MINUTES, UNKNOWN_MINUTES, WIPES_ITS_LAB, plan_lanes
+import pytest
+
+import harness.lanes
+from harness.lanes import EXPECTED_MINUTES, OWN_IMAGE_MINUTES, UNKNOWN_MINUTES, WIPES_ITS_LAB, plan_lanes
 
 
 def minutes(lane: list[str]) -> float:
@@ -43,3 +46,22 @@ def test_a_module_that_wipes_its_lab_is_followed_there_by_the_one_that_builds_fr
 def test_a_module_without_an_estimate_counts_as_an_average_one() -> None:
     plan = plan_lanes(["tests/e2e/test_new_e2e.py", "tests/e2e/test_program_e2e.py"], 2)
     assert plan == [["tests/e2e/test_program_e2e.py"], ["tests/e2e/test_new_e2e.py"]]
+
+
+def test_a_fresh_machine_finds_the_modules_with_images_of_their_own_spread_and_the_warm_plan_no_longer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    modules = sorted(EXPECTED_MINUTES)
+
+    def fresh(lane: list[str]) -> float:
+        return minutes(lane) + sum(OWN_IMAGE_MINUTES.get(module, 0.0) for module in lane)
+
+    for lanes in (2, 3, 4):
+        plan = plan_lanes(modules, lanes)
+        with monkeypatch.context() as longest_first_only:
+            longest_first_only.setattr(harness.lanes, "balance_fresh", lambda placed, minutes: None)
+            warm_plan = plan_lanes(modules, lanes)
+        assert sorted(module for lane in plan for module in lane) == modules
+        assert max(map(minutes, plan)) <= max(map(minutes, warm_plan)) + 1e-9, (lanes, plan)
+        assert max(map(fresh, plan)) < max(map(fresh, warm_plan)), (lanes, plan, warm_plan)
+    assert not any(set(OWN_IMAGE_MINUTES) <= set(lane) for lane in plan_lanes(modules, 3))
