@@ -85,19 +85,22 @@ def modules_with(markers: str, paths: Sequence[str]) -> list[str]:
 
 WIPES_ITS_LAB = {"tests/faults/test_returning_hosts_e2e.py": "tests/e2e/test_program_e2e.py"}
 """A module that wipes its lab's hosts (reinstalled machines: every image and build cache gone),
-and the module that runs right after it on the same lab: one that builds from nothing anyway
-(the program's module proves that path). Any other module after a wipe would rebuild the image
-from nothing, ~5 min of both cores."""
+and one that builds from nothing anyway (the program's module proves that path). They share a
+lab, the wiping one last and the other first: no other module finds the lab wiped, in this run or
+the next (each would build the image from nothing, ~5 min of both cores), and on a fresh machine
+the wiping module finds the image the first one built instead of building it once more."""
 
 
 def plan_lanes(modules: Sequence[str], lanes: int) -> list[list[str]]:
     """The modules of each lane: longest first, each to the lane with the least expected work
-    (ties: the lower lane); a module of WIPES_ITS_LAB goes with its follower, right before it."""
-    followers = {WIPES_ITS_LAB[module] for module in modules if WIPES_ITS_LAB.get(module) in modules}
+    (ties: the lower lane), then balanced for a fresh machine (balance_fresh); a module of
+    WIPES_ITS_LAB goes with the one that builds from nothing, that one first on their lab, the
+    wiping one last."""
+    firsts = {WIPES_ITS_LAB[module] for module in modules if WIPES_ITS_LAB.get(module) in modules}
     units = [
-        [module, *([WIPES_ITS_LAB[module]] if WIPES_ITS_LAB.get(module) in followers else [])]
+        [*([WIPES_ITS_LAB[module]] if WIPES_ITS_LAB.get(module) in firsts else []), module]
         for module in modules
-        if module not in followers
+        if module not in firsts
     ]
 
     def minutes(unit: list[str]) -> float:
@@ -110,7 +113,15 @@ def plan_lanes(modules: Sequence[str], lanes: int) -> list[list[str]]:
         placed[lane].append(unit)
         load[lane] += minutes(unit)
     balance_fresh(placed, minutes)
-    return [[module for unit in sorted(lane, key=lambda u: (-minutes(u), u)) for module in unit] for lane in placed]
+    longest_first = [sorted(lane, key=lambda unit: (-minutes(unit), unit)) for lane in placed]
+    return [wiped_last([module for unit in lane for module in unit]) for lane in longest_first]
+
+
+def wiped_last(lane: list[str]) -> list[str]:
+    """LANE with each module that wipes the lab last and its module that builds from nothing first."""
+    wipers = [module for module in lane if module in WIPES_ITS_LAB]
+    firsts = [WIPES_ITS_LAB[module] for module in wipers if WIPES_ITS_LAB[module] in lane]
+    return firsts + [module for module in lane if module not in wipers and module not in firsts] + wipers
 
 
 def balance_fresh(placed: list[list[list[str]]], minutes: Callable[[list[str]], float]) -> None:
