@@ -29,6 +29,9 @@ chmod 700 "$pulumi_home"
 export PULUMI_HOME="$pulumi_home" PULUMI_SKIP_UPDATE_CHECK=true
 # Go may not fetch a newer Go by itself: the version on PATH builds everything.
 export GOTOOLCHAIN=local
+# The compiler collects garbage less often: the same builds took ~20% less time and CPU on 2
+# cores (bench/go-gc.sh), for a few hundred MB more memory. Only the build's speed changes.
+export GOGC="${GOGC:-400}"
 
 log() { printf '[toolchain] %s\n' "$*" >&2; }
 fail() { log "$*"; exit 1; }
