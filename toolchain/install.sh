@@ -30,7 +30,7 @@ export PULUMI_HOME="$pulumi_home" PULUMI_SKIP_UPDATE_CHECK=true
 # Go may not fetch a newer Go by itself: the version on PATH builds everything.
 export GOTOOLCHAIN=local
 # The compiler collects garbage less often: the same builds took ~20% less time and CPU on 2
-# cores (bench/go-gc.sh), for a few hundred MB more memory. Only the build's speed changes.
+# cores (bench/go-gc.sh), for ~100 MB more peak memory. Only the build's speed changes.
 export GOGC="${GOGC:-400}"
 
 log() { printf '[toolchain] %s\n' "$*" >&2; }
