@@ -16,7 +16,7 @@ import pytest
 from components.render.results import default_results_dir
 from harness.stack_project import Stack
 from tests.support.faults import (
-    HOSTS, LOGS, TIMINGS, assert_trained_across_both, attempt, container, fault_stack,
+    BACKGROUND_PAUSE_S, HOSTS, LOGS, TIMINGS, assert_trained_across_both, attempt, container, fault_stack,
     in_container, locks_left, manager_logs_in_to, set_long_run, timed, training_log, up,
 )  # fmt: skip
 from tests.support.sim_hosts import address, host_fault, on_host
@@ -31,7 +31,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     yield from fault_stack(tmp_path_factory, STACK, converged=True)
 
 
-def long_training_started(stack: Stack, steps: int = 1_000_000, pause_s: float = 0.2) -> subprocess.Popen[str]:
+def long_training_started(
+    stack: Stack, steps: int = 1_000_000, pause_s: float = BACKGROUND_PAUSE_S
+) -> subprocess.Popen[str]:
     """`pulumi up` running a training run of STEPS steps (each followed by PAUSE_S seconds of
     rest), once its log shows steps."""
     set_long_run(stack, steps, pause_s)
@@ -83,9 +85,11 @@ def trains_again_after(scenario: str, stack: Stack) -> None:
     assert_trained_across_both(stack)
 
 
-RESUMED_STEPS = 1000
-"""A run long enough (~1 min here) to be cut after its first checkpoints (train_tiny.py saves one
-every 50 steps into the run's directory)."""
+RESUMED_STEPS = 500
+"""A run long enough (~30 s at full speed here) to be cut after its first checkpoints (train_tiny.py
+saves one every 50 steps into the run's directory; the cut comes at about step 120) and short
+enough that the resumed run's remaining steps, both ranks at full speed, take little CPU from the
+labs beside it."""
 RESULTS = default_results_dir("dslab", STACK)
 
 

@@ -18,7 +18,7 @@ import pytest
 
 from components.render.results import default_results_dir
 from harness.stack_project import Stack
-from tests.support.faults import CONTAINER, attempt, container, fault_stack, set_long_run, timed, up
+from tests.support.faults import BACKGROUND_PAUSE_S, CONTAINER, attempt, container, fault_stack, set_long_run, timed, up
 from tests.support.sim_hosts import address, host_fault, on_host
 
 pytestmark = [pytest.mark.e2e, pytest.mark.faults]
@@ -31,7 +31,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     for stack in fault_stack(tmp_path_factory, STACK):
         # A run that goes on for as long as the module does, in the background: `up` returns.
         stack.pulumi("config", "set", "--path", "training.wait", "false")
-        set_long_run(stack, 1_000_000)
+        set_long_run(stack, 1_000_000, BACKGROUND_PAUSE_S)
         stack.pulumi("config", "set", "--path", "training.stall_timeout", "900")
         up(stack)
         assert stack.outputs()["training_status"] == "running"

@@ -75,9 +75,8 @@ def test_a_background_run_starts_and_up_returns(stack: Stack) -> None:
 def test_changing_how_the_run_is_watched_and_where_results_go_keeps_it_going(stack: Stack) -> None:
     name = stack.outputs()["training_results"]["server1"]  # type: ignore[index]
     pid = run_deepspeed_pid()
-    stack.merge_config(
-        {"training": {"preflight": {"min_busbw_gbps": 0.001}, "stall_timeout": 900, "results_dir": MOVED}}
-    )
+    preflight = {**stack.config_value("training")["preflight"], "min_busbw_gbps": 0.001}
+    stack.merge_config({"training": {"preflight": preflight, "stall_timeout": 900, "results_dir": MOVED}})
     stack.merge_config({"operator": {"host_timeout": 45}})
     changed = stack.preview_changes()
     assert "lab-training-run" not in changed or changed["lab-training-run"]["op"] == "update", changed.keys()

@@ -28,6 +28,11 @@ TIMINGS: dict[str, dict[str, float]] = {}
 LOGS: list[str] = []
 """Everything pulumi printed, for the secrets checks."""
 
+PREFLIGHT_SIZES_MB = (1.0, 16.0)
+"""The fault modules' preflight all-reduce sizes: the default's last, 64 MiB, moves four times the
+data for a figure these modules only report, through strongSwan's userspace ESP in the
+encryption module; the program's module keeps the default."""
+
 
 def fault_stack(
     tmp_path_factory: pytest.TempPathFactory,
@@ -43,8 +48,8 @@ def fault_stack(
     nothing, or CONVERGED (after a first `up`); the lab behind its BASTION when asked (the
     stack reaches the hosts through it), with HOSTS up (the stack names the first two); the
     image an earlier module built tagged back on REUSE_ON (default: every host); the
-    PREFLIGHT before each run only when asked; afterwards the hosts powered and connected,
-    the stack destroyed and the timings reported.
+    PREFLIGHT before each run only when asked (at PREFLIGHT_SIZES_MB); afterwards the hosts
+    powered and connected, the stack destroyed and the timings reported.
 
     The preflight is off unless the module looks at it: it is a whole deepspeed launch of its
     own before every new run (~10 CPU-s and ~8 s on an idle 2-core machine, several times that
@@ -60,7 +65,9 @@ def fault_stack(
     stack = Stack(cli, name)
     if bastion:
         stack.merge_config({"operator": {"jump_host": {"address": LAB.bastion.address}}})
-    if not preflight:
+    if preflight:
+        stack.merge_config({"training": {"preflight": {"sizes_mb": list(PREFLIGHT_SIZES_MB)}}})
+    else:
         stack.merge_config({"training": {"preflight": {"enabled": False}}})
     reuse_built_images(cli.project_dir, name, hosts if reuse_on is None else reuse_on)
     if converged:
@@ -130,9 +137,17 @@ def assert_trained_across_both(stack: Stack) -> None:
 
 
 
+BACKGROUND_PAUSE_S = 2.0
+"""Rest after each step of a run that only has to be going while a module does other things
+(returning hosts' whole module, the bounds' hung engine): a step of train_tiny costs each rank
+20-30 ms of CPU here, so at 0.2 s of rest a 2-rank run takes about a fifth of a core for as long
+as it goes, at 2 s a fiftieth; the suite is bound by CPU on 2 cores."""
+
+
 def set_long_run(stack: Stack, steps: int, pause_s: float = 0.2) -> None:
     """The stack's training set to STEPS steps of train_tiny, each followed by PAUSE_S seconds
-    of rest: a run that goes on for long without taking the CPU the labs beside it need. (In the
+    of rest: a run that goes on for long without taking the CPU the labs beside it need (0.2 s:
+    one that must also get somewhere, e.g. to a checkpoint, within a minute or two). (In the
     stack file: `pulumi config set` takes `--step_pause_s` for a flag of its own.)"""
     path = stack.cli.project_dir / f"Pulumi.{stack.name}.yaml"
     workload = dict(yaml.safe_load(path.read_text(encoding="utf-8"))["config"]["dslab:training"]["workload"])
