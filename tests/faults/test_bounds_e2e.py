@@ -61,7 +61,7 @@ def fails_after_fault(
     steps_after: str = "20",
 ) -> tuple[str, float]:
     """FAULT on HOST while RUNNING (STACK's up) goes on; what it printed and how long after the
-    fault it failed. Whatever happened, the training is set to STEPS_AFTER steps."""
+    fault it failed. Whatever happened, the training is set to STEPS_AFTER steps at full speed."""
     try:
         host_fault(fault, host)
         started = time.monotonic()
@@ -72,6 +72,7 @@ def fails_after_fault(
             running.kill()
         host_fault(undo, host)
         stack.pulumi("config", "set", "--path", "training.workload.args[1]", steps_after)
+        stack.pulumi("config", "set", "--path", "training.workload.args[3]", "0")
     LOGS.append(output)
     assert running.returncode != 0, output[-3000:]
     assert not locks_left(stack), "a run that failed left no lock: the next one needs no `pulumi cancel`"
