@@ -141,7 +141,7 @@ BACKGROUND_PAUSE_S = 2.0
 """Rest after each step of a run that only has to be going while a module does other things
 (returning hosts' whole module, the bounds' hung engine): a step of train_tiny costs each rank
 20-30 ms of CPU here, so at 0.2 s of rest a 2-rank run takes about a fifth of a core for as long
-as it goes, at 2 s a fiftieth; the suite is bound by CPU on 2 cores."""
+as it goes, at 2 s about a thirtieth; the suite is bound by CPU on 2 cores."""
 
 
 def set_long_run(stack: Stack, steps: int, pause_s: float = 0.2) -> None:
