@@ -58,7 +58,7 @@ def long_training_started(
 
 def fails_after_fault(
     scenario: str, stack: Stack, running: subprocess.Popen[str], fault: str, undo: str, host: str,
-    steps_after: str = "20",
+    steps_after: int = 20,
 ) -> tuple[str, float]:
     """FAULT on HOST while RUNNING (STACK's up) goes on; what it printed and how long after the
     fault it failed. Whatever happened, the training is set to STEPS_AFTER steps at full speed."""
@@ -71,8 +71,7 @@ def fails_after_fault(
         if running.poll() is None:
             running.kill()
         host_fault(undo, host)
-        stack.pulumi("config", "set", "--path", "training.workload.args[1]", steps_after)
-        stack.pulumi("config", "set", "--path", "training.workload.args[3]", "0")
+        set_long_run(stack, steps_after, 0)
     LOGS.append(output)
     assert running.returncode != 0, output[-3000:]
     assert not locks_left(stack), "a run that failed left no lock: the next one needs no `pulumi cancel`"
@@ -117,7 +116,7 @@ def test_a_network_cut_during_training_fails_up_within_a_bounded_time_and_the_ne
         assert running.poll() is None and time.monotonic() < deadline, "a checkpoint was saved"
         time.sleep(1)
     output, failed_after = fails_after_fault(
-        scenario, stack, running, "network-cut", "network-restore", "server2", steps_after=str(RESUMED_STEPS)
+        scenario, stack, running, "network-cut", "network-restore", "server2", steps_after=RESUMED_STEPS
     )
     assert failed_after < 120, f"up failed within a bounded time, not after {failed_after} s"
     assert "lost contact with server2" in output or "not answering ssh from" in output, output[-3000:]
