@@ -84,16 +84,40 @@ kept in the stack's state, so a moved checkout keeps working."""
 
 def engine_watch_opts(host: Host, operator: OperatorConfig) -> list[str]:
     """ssh options that start assets/operator/engine-watch.sh beside every connection the docker
-    CLI opens: an engine that gives no reply in `operator.host_timeout` seconds ends the
-    connection with `<host>: the Docker engine does not answer`, instead of pulumi-docker's
-    call waiting 20 minutes."""
+    CLI opens: an engine that gives no reply in `operator.host_timeout` seconds (as the host
+    keeps it: components.steps.host_timeout) ends the connection with `<host>: the Docker engine
+    does not answer`, instead of pulumi-docker's call waiting 20 minutes."""
     watch = shlex.join(
-        [host.name, f"{host.ssh_user}@{host.address}", str(host.ssh_port), str(operator.host_timeout), "--",
-         *operator_ssh_opts(operator, host)]
-    )  # fmt: skip
+        [host.name, f"{host.ssh_user}@{host.address}", str(host.ssh_port), "--", *operator_ssh_opts(operator, host)]
+    )
     # $PPID, for the shell ssh runs it with, is that ssh; ssh expands %-tokens in the line.
     local_command = f"bash {ENGINE_WATCH} $PPID {watch}".replace("%", "%%")
     return ["-o", "PermitLocalCommand=yes", "-o", f"LocalCommand={local_command}"]
+
+
+SSH_GATE = "components/hosts/ssh_gate.py"
+HOST_KEY_CHECK = "assets/operator/host-key-check.sh"
+GATE_PYTHON = ".venv/bin/python"
+"""The project's own interpreter (Pulumi.yaml's virtualenv); these paths are relative to the
+project directory, as ENGINE_WATCH is."""
+CONNECT_TIMEOUT_S = 10
+"""ssh's ConnectTimeout (docker_ssh_opts), which a ProxyCommand's connection does not get."""
+
+
+def first_word_opts(host: Host, operator: OperatorConfig) -> list[str]:
+    """ssh options that make our line the first word on a host the provider cannot reach
+    (components/hosts/ssh_gate.py): a host key other than known_hosts holds (KnownHostsCommand,
+    any route) and, when no jump host is in between (jump-host.sh names the hops itself), a
+    host that does not answer or refuses the connection (ProxyCommand handing ssh the socket)."""
+    check = shlex.join(
+        ["/bin/sh", HOST_KEY_CHECK, "%I", "%t", "%K", operator.known_hosts_path.replace("%", "%%"),
+         host.name, host.address, str(host.ssh_port)]
+    )  # fmt: skip
+    options = ["-o", f"KnownHostsCommand={check}"]
+    if host.jump_route(operator.jump_host) is not None:
+        return options
+    gate = shlex.join([GATE_PYTHON, "-I", "-S", SSH_GATE, "connect", host.name, "%h", "%p", str(CONNECT_TIMEOUT_S)])
+    return [*options, "-o", "ProxyUseFdpass=yes", "-o", f"ProxyCommand={gate}"]
 
 
 def private_key_file(operator: OperatorConfig) -> str:
@@ -136,6 +160,7 @@ def host_engine(host: Host, operator: OperatorConfig, parent: pulumi.Resource) -
         host=docker_host_url(host),
         ssh_opts=[
             *operator_ssh_opts(operator, host),
+            *first_word_opts(host, operator),
             *engine_watch_opts(host, operator),
         ],
         opts=pulumi.ResourceOptions(parent=parent),

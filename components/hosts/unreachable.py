@@ -19,3 +19,15 @@ def host_key_changed(name: str, address: str, port: int, known_hosts_path: str) 
         f"on its console), then accept it: ssh-keygen -R '{entry}' -f {known_hosts_path} && "
         f"ssh-keyscan -p {port} {address} >> {known_hosts_path}"
     )
+
+
+def engine_connection_failed(name: str, address: str, port: int, cause: str) -> str:
+    """A host whose sshd the providers' connection could not reach (components.hosts.ssh_gate):
+    its name and address, the cause as the operating system gave it, and what to check."""
+    if cause == "connection refused":
+        check = f"is sshd running on {name}, and is {port} its port (ssh_port in the stack file)?"
+    elif cause.startswith("no reply"):
+        check = f"is {name} up, and is {address} its address?"
+    else:
+        check = f"is {address} the address of {name}, and is there a route to it from this machine?"
+    return f"{name} ({address}:{port}): SSH cannot connect ({cause}): {check}"
