@@ -18,7 +18,14 @@ from components.config.base import NAMESPACE
 from components.hosts.credentials import OperatorCredentials
 from components.hosts.remote_host import RemoteHost, remote_host
 from components.render.container_spec import container_spec
-from components.hosts.host_steps import HostSteps, image_verdict, results_verdict, run_report_verdict, swarm_verdict
+from components.hosts.host_steps import (
+    HostSteps,
+    host_timeout_verdict,
+    image_verdict,
+    results_verdict,
+    run_report_verdict,
+    swarm_verdict,
+)
 from components.hosts.input_manifest import InputsDiffer, check_same_inputs, inputs_digest
 from components.hosts.probe import read_host_facts
 from components.hosts.results_mount import ResultsMount, results_mount
@@ -27,6 +34,7 @@ from components.hosts.engines import host_engine, operator_ssh_line, operator_ss
 from components.steps.deepspeed_launch import RUN_FILES_STEP, RUN_REPORT_STEP, DeepSpeedLaunch, DeepSpeedLaunchArgs
 from components.steps.host_claims import HostClaims, HostClaimsArgs
 from components.steps.host_ipsec import IPSEC_IMAGE_STEP, HostIpsec, HostIpsecArgs
+from components.steps.host_timeout import HOST_TIMEOUT_STEP, HostTimeout, HostTimeoutArgs
 from components.steps.training_image import IMAGE_STEP, ImageHost, TrainingImage, TrainingImageArgs, copy_step_name
 from components.steps.input_check import InputCheck, InputCheckArgs
 from components.steps.local_copy import LocalCopy, LocalCopyArgs
@@ -101,11 +109,6 @@ class Lab(pulumi.ComponentResource):
             )
         super().__init__(component_type("Lab"), name, None, opts)
         self.config = config
-        self.hosts: dict[str, RemoteHost] = {
-            host.name: remote_host(host, credentials, config.operator.host_timeout) for host in config.hosts
-        }
-        self.nodes = tuple(self.hosts[host.name] for host in config.hosts_manager_first)
-        """Every host, the manager first: the order steps on every host run in."""
         self.engines = {host.name: host_engine(host, config.operator, parent=self) for host in config.hosts}
         # Each host keeps the address its container holds: the list's order is not identity.
         try:
@@ -116,11 +119,18 @@ class Lab(pulumi.ComponentResource):
         self.claims = HostClaims(
             f"{name}-claim",
             HostClaimsArgs(
-                engines={host.name: self.engines[host.name] for host in self.nodes},
+                engines={host.name: self.engines[host.name] for host in config.hosts_manager_first},
                 owner=owner,
             ),
             pulumi.ResourceOptions(parent=self),
         )
+        self.host_timeout = self._create_host_timeout(name, credentials)
+        self.hosts: dict[str, RemoteHost] = {
+            host.name: remote_host(host, credentials, after=(self.host_timeout.per_host[host.name],))
+            for host in config.hosts
+        }
+        self.nodes = tuple(self.hosts[host.name] for host in config.hosts_manager_first)
+        """Every host, the manager first: the order steps on every host run in."""
         # On the hosts' network there is no overlay, hence no swarm to carry one.
         overlay = config.network.mode == "overlay"
         self.swarm = self._create_swarm(name) if overlay else None
@@ -286,6 +296,25 @@ class Lab(pulumi.ComponentResource):
             pulumi.ResourceOptions(parent=self, depends_on=self.claims.resources),
         )
 
+    def _create_host_timeout(self, name: str, credentials: OperatorCredentials) -> HostTimeout:
+        seconds = self.config.operator.host_timeout
+        hosts = tuple(remote_host(host, credentials) for host in self.config.hosts_manager_first)
+        return HostTimeout(
+            f"{name}-host-timeout",
+            HostTimeoutArgs(
+                hosts=hosts,
+                seconds=seconds,
+                generations={
+                    host.name: self.host_steps.generation(
+                        host.name, HOST_TIMEOUT_STEP, host_timeout_verdict(self.facts, host.name, seconds)
+                    )
+                    for host in hosts
+                },
+                after=self.claims.resources,
+            ),
+            pulumi.ResourceOptions(parent=self),
+        )
+
     def _create_results_store(self, name: str, owner: str) -> ResultsStore:
         operator = self.config.operator
         return ResultsStore(
@@ -369,12 +398,8 @@ class Lab(pulumi.ComponentResource):
         config = self.config
         manager = config.manager
         # The configured interface, or the one the manager's container found on the overlay.
-        socket_ifname: pulumi.Input[str] = (
-            config.training.socket_ifname or self.mesh.socket_ifname
-        )
-        deepspeed_env = pulumi.Output.from_input(socket_ifname).apply(
-            lambda ifname: run_deepspeed_env(config, ifname)
-        )
+        socket_ifname: pulumi.Input[str] = config.training.socket_ifname or self.mesh.socket_ifname
+        deepspeed_env = pulumi.Output.from_input(socket_ifname).apply(lambda ifname: run_deepspeed_env(config, ifname))
         preflight = config.training.preflight
         return DeepSpeedLaunch(
             f"{name}-training",
@@ -439,7 +464,9 @@ class Lab(pulumi.ComponentResource):
         )
         self.manager_address = self.containers[manager.name].address
         container = self.config.container.name
-        self.shell_command = operator_ssh_line(self.config.operator, manager, f"docker exec -it {container} bash", tty=True)
+        self.shell_command = operator_ssh_line(
+            self.config.operator, manager, f"docker exec -it {container} bash", tty=True
+        )
         outputs: dict[str, Any] = {
             "container_ips": self.container_ips,
             "hostfile": self.hostfile,
@@ -459,14 +486,18 @@ class Lab(pulumi.ComponentResource):
                 "training_status": self.launch.status,
                 "training_log": self.launch.log_path,
                 "training_log_command": self.launch.log_path.apply(
-                    lambda path: operator_ssh_line(self.config.operator, manager, f"docker exec {container} tail -n 100 -F {path}")
+                    lambda path: operator_ssh_line(
+                        self.config.operator, manager, f"docker exec {container} tail -n 100 -F {path}"
+                    )
                 ),
                 "training_summary": self.launch.summary,
                 # The same path on every host; each holds what its ranks wrote (the manager the
                 # finished run's outputs, every node its checkpoint shards).
                 "training_resumed_from": self.launch.resumed_from,
                 "training_results": self.launch.run_name.apply(
-                    lambda run: {host.name: f"{self.results_mount.directory}/{run}" for host in self.nodes} if run else {}
+                    lambda run: {host.name: f"{self.results_mount.directory}/{run}" for host in self.nodes}
+                    if run
+                    else {}
                 ),
             }
             if self.loss_plot is not None:
@@ -475,4 +506,3 @@ class Lab(pulumi.ComponentResource):
                 outputs["preflight_busbw_gbps"] = self.launch.busbw_gbps
         self.outputs = outputs
         self.register_outputs(outputs)
-

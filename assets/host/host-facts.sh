@@ -19,6 +19,7 @@
 #   swarm-member ID ADDRESS
 #                      on a manager, for each node of its swarm (its node id, its address)
 #   image TAG ID       for each of IMAGES (comma-separated tags) this engine holds
+#   host-timeout N     the engine's bound this host keeps (host/host-timeout.sh), when it does
 #   results writable|absent|read-only
 #                      the results directory RESULTS, as the containers will mount it
 #   results-mount DIR  the host directory this stack's container here mounts as its results
@@ -213,6 +214,16 @@ host_steps() {
 }
 HOME=${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}
 host_steps >"$facts/6-host-steps"
+# Where host/host-timeout.sh keeps the engine's bound (host/lib/host-timeout-file.sh: this
+# script is sent as it is, without includes).
+HOST_TIMEOUT_FILE=$HOME/.dslab/host-timeout
+host_timeout() {
+  local seconds
+  if [[ -r $HOST_TIMEOUT_FILE ]] && read -r seconds <"$HOST_TIMEOUT_FILE" && [[ $seconds =~ ^[0-9]+$ ]]; then
+    echo "host-timeout $seconds"
+  fi
+}
+host_timeout >"$facts/6-host-timeout"
 part 6-run last_run
 part 8-inputs input_manifest
 

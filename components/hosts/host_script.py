@@ -7,8 +7,8 @@ instead (components.hosts.probe, on every preview and up), which hands the step 
 the one the step left while its work is intact, the next one when not. The generation is part
 of the command line, so a changed one runs the Command again in place (an update), once.
 Scripts write progress to stderr, streamed to the Pulumi log, and a result, if any, to stdout.
-The text starts by naming the host and its engine's bound (host/lib/engine-bound.sh): on stdin,
-not on the command line, so a new bound runs a step again without making its Command anew.
+The text starts by naming the host; the engine's bound (host/lib/engine-bound.sh) is kept on
+the host by its own step (host/host-timeout.sh), so a new bound runs no other step again.
 """
 
 from __future__ import annotations
@@ -27,17 +27,20 @@ INCLUDE = "# dslab:include "
 
 
 def script_text(script: str, host: RemoteHost | None = None) -> str:
-    """The script with each `# dslab:include <assets path>` line replaced by that file: the
-    host receives one text, so shell shared by several host scripts travels inside each.
-    For a HOST, the text first names it and its engine's bound (host/lib/engine-bound.sh)."""
-    lines = (ASSETS_DIR / script).read_text(encoding="utf-8").splitlines(keepends=True)
-    text = "".join(
-        (ASSETS_DIR / line[len(INCLUDE) :].strip()).read_text(encoding="utf-8") if line.startswith(INCLUDE) else line
-        for line in lines
-    )
+    """The script with each `# dslab:include <assets path>` line replaced by that file (its own
+    includes too): the host receives one text, so shell shared by several host scripts travels
+    inside each. For a HOST, the text first names it. The engine's bound is not in the text: the
+    host keeps it (host/host-timeout.sh), so a new bound runs no step again."""
+    text = included_text(script)
     if host is None:
         return text
-    return f"DSLAB_HOST={shlex.quote(host.name)} DSLAB_ENGINE_TIMEOUT={host.engine_timeout}\n{text}"
+    return f"DSLAB_HOST={shlex.quote(host.name)}\n{text}"
+
+
+def included_text(script: str) -> str:
+    """SCRIPT with its `# dslab:include` lines replaced, recursively."""
+    lines = (ASSETS_DIR / script).read_text(encoding="utf-8").splitlines(keepends=True)
+    return "".join(included_text(line[len(INCLUDE) :].strip()) if line.startswith(INCLUDE) else line for line in lines)
 
 
 def bash_stdin_call(*args: pulumi.Input[str], generation: int | None = None) -> pulumi.Output[str]:
@@ -66,6 +69,8 @@ def host_script(
     takes the data for commands). GENERATION is the kept step's (components.hosts.probe)."""
     text = script_text(script, host)
     stdin: pulumi.Input[str] = text if data is None else pulumi.Output.from_input(data).apply(lambda body: text + body)
+    if host.after:
+        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=list(host.after)))
     return command.remote.Command(
         name,
         connection=host.command,

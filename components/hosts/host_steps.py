@@ -52,6 +52,14 @@ def results_verdict(facts: HostFacts, host: str, results_dir: str) -> Verdict:
     return DONE if state == "writable" else Verdict(False, f"{results_dir} is {state}")
 
 
+def host_timeout_verdict(facts: HostFacts, host: str, seconds: int) -> Verdict:
+    """The engine's bound is done while the host keeps the stack's `operator.host_timeout`."""
+    kept = facts.host_timeouts.get(host)
+    if kept == seconds:
+        return DONE
+    return Verdict(False, f"it keeps {kept} s" if kept is not None else "it keeps no bound")
+
+
 def run_report_verdict(facts: HostFacts, host: str) -> Verdict:
     """The training step's report is done while what it last reported on HOST (the manager) is
     the last run's state as the run wrote it: a background run that ended since is reported

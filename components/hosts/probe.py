@@ -121,6 +121,8 @@ class HostFacts:
     """Host name -> its results directory: writable, absent or read-only."""
     host_marks: dict[tuple[str, str], int] = field(default_factory=dict)
     """(host name, step) -> the generation a step done on the host itself last ran with."""
+    host_timeouts: dict[str, int] = field(default_factory=dict)
+    """Host name -> the engine's bound it keeps (components.steps.host_timeout), when it does."""
     renamed: dict[str, str] = field(default_factory=dict)
     """Host name -> the name the stack knew its machine by: the machine holds the container the
     stack made for a host no longer in the list (a host renamed, same machine and address)."""
@@ -193,6 +195,7 @@ def parse_answers(
     images: dict[str, dict[str, str]] = {}
     results: dict[str, str] = {}
     host_marks: dict[tuple[str, str], int] = {}
+    host_timeouts: dict[str, int] = {}
     hosted_on: dict[str, str] = {}
     network_driver_mtu: int | None = None
     renamed: dict[str, str] = {}
@@ -252,6 +255,8 @@ def parse_answers(
             step, _, generation = rest.partition(" ")
             if generation.isdigit():
                 host_marks[(host, step)] = int(generation)
+        elif kind == "host-timeout" and rest.isdigit():
+            host_timeouts[host] = int(rest)
         elif kind == "results-mount":
             results_mounts[host] = rest
         elif kind == "run":
@@ -317,6 +322,7 @@ def parse_answers(
         images=images,
         results=results,
         host_marks=host_marks,
+        host_timeouts=host_timeouts,
         fresh_generation=fresh_generation,
         network_driver_mtu=network_driver_mtu,
         renamed=renamed,
@@ -372,7 +378,9 @@ def read_host_facts(
         owner,
         fresh_generation=time.time_ns() // 1000,
         routes={
-            host.name: route for host in config.hosts if (route := host.jump_route(config.operator.jump_host)) is not None
+            host.name: route
+            for host in config.hosts
+            if (route := host.jump_route(config.operator.jump_host)) is not None
         },
     )
     for host, old in sorted(facts.renamed.items()):

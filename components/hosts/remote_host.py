@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pulumi
 import pulumi_command as command
 
 from components.hosts.credentials import OperatorCredentials, command_connection
@@ -18,14 +19,15 @@ class RemoteHost:
     name: str
     address: str
     command: command.remote.ConnectionArgs
-    engine_timeout: int
-    """Seconds a Docker engine call of a host script may take (`operator.host_timeout`)."""
+    after: tuple[pulumi.Resource, ...] = ()
+    """What every step on the host comes after: the step that keeps the engine's bound there
+    (components.steps.host_timeout), which the step's script reads."""
 
 
-def remote_host(host: Host, credentials: OperatorCredentials, engine_timeout: int) -> RemoteHost:
+def remote_host(host: Host, credentials: OperatorCredentials, after: tuple[pulumi.Resource, ...] = ()) -> RemoteHost:
     return RemoteHost(
         name=host.name,
         address=host.address,
         command=command_connection(host, credentials),
-        engine_timeout=engine_timeout,
+        after=after,
     )

@@ -25,9 +25,7 @@ from components.hosts.remote_host import RemoteHost
 from components.steps.deepspeed_launch import launch_spec
 
 BOUND_S = 8
-HOST = RemoteHost(
-    name="server2", address="10.0.18.2", command=command.remote.ConnectionArgs(host="10.0.18.2"), engine_timeout=BOUND_S
-)
+HOST = RemoteHost(name="server2", address="10.0.18.2", command=command.remote.ConnectionArgs(host="10.0.18.2"))
 SAID = f"server2: the Docker engine does not answer (no reply in {BOUND_S} s)"
 
 # `docker exec CONTAINER COMMAND...` runs COMMAND here; any other call is an engine that
@@ -70,12 +68,16 @@ def run_script(tmp_path: Path, docker: str, script: str, *args: str, data: str =
     script), with DOCKER as the host's docker."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
+    # The bound as the host keeps it (host/host-timeout.sh), read by every step's script.
+    (tmp_path / ".dslab").mkdir(exist_ok=True)
+    (tmp_path / ".dslab" / "host-timeout").write_text(f"{BOUND_S}\n")
     (bin_dir / "docker").write_text(docker)
     (bin_dir / "docker").chmod(0o755)
     started = time.monotonic()
     process = subprocess.Popen(
         ["bash", "-s", "--", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={"PATH": f"{bin_dir}:/usr/bin:/bin", "DSLAB_PROGRESS_SECONDS": "1"}, start_new_session=True,
+        env={"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path), "DSLAB_PROGRESS_SECONDS": "1"},
+        start_new_session=True,
     )  # fmt: skip
     try:
         stdout, stderr = process.communicate(script_text(script, HOST) + data, timeout=4 * BOUND_S)
@@ -117,7 +119,11 @@ SILENT_ENGINE_STEPS: dict[str, Callable[[Path], Ran]] = {
         folder, HUNG_DOCKER, "host/swarm-worker.sh", "join", "10.0.18.1:2377", "10.0.18.2", "m1", data="SWMTKN-1"
     ),
     "training": lambda folder: run_script(
-        folder, STOPPED_DURING_THE_RUN, "host/deepspeed-launch.sh", *launch_argv(folder), data=launch_spec("{}", [], ["deepspeed", "train.py"])
+        folder,
+        STOPPED_DURING_THE_RUN,
+        "host/deepspeed-launch.sh",
+        *launch_argv(folder),
+        data=launch_spec("{}", [], ["deepspeed", "train.py"]),
     ),
 }
 

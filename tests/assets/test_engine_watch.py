@@ -1,8 +1,9 @@
 """assets/operator/engine-watch.sh, the watch ssh starts beside each of pulumi-docker's engine
 connections: here the watched connection is a process named ssh, and the watch's own login a
-stand-in `ssh` that answers as a healthy engine or as one that gave no reply in time (the
-host's `timeout` exits 124), once the test lets it. tests/faults runs it against a stopped
-dockerd."""
+stand-in `ssh` that runs the watch's command on this machine, as the host's login shell would,
+with a stand-in `docker` that answers or gives no reply, once the test lets it, and the bound
+the host keeps (host/host-timeout.sh) in a home of its own. tests/faults runs it against a
+stopped dockerd."""
 
 from __future__ import annotations
 
@@ -23,19 +24,26 @@ def watched_connection(tmp_path: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen([str(folder / "ssh"), "60"], stderr=subprocess.DEVNULL)
 
 
-def start_watch(tmp_path: Path, connection: subprocess.Popen[bytes], engine_exit: int) -> subprocess.Popen[str]:
+def start_watch(tmp_path: Path, connection: subprocess.Popen[bytes], engine: str) -> subprocess.Popen[str]:
     """Starts the watch as ssh would, with a pipe as the connection's stderr, and waits until it
-    returned. Its login gets no answer before the test creates tmp_path/answer, then exits
-    ENGINE_EXIT."""
+    returned. Its login runs the watch's command with `sh` (the last argument ssh gets), where
+    `docker` waits until the test creates tmp_path/answer, then does as ENGINE says: `answer`,
+    `silent` (the host's `timeout` ran out: 124) or `refused` (the login failed: ssh's 255)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     answer = tmp_path / "answer"
-    (bin_dir / "ssh").write_text(f"#!/bin/bash\nuntil [[ -e {answer} ]]; do sleep 0.05; done\nexit {engine_exit}\n")
-    (bin_dir / "ssh").chmod(0o755)
+    (tmp_path / ".dslab").mkdir()
+    (tmp_path / ".dslab" / "host-timeout").write_text("7\n")
+    (bin_dir / "ssh").write_text('#!/bin/bash\n[[ $ENGINE == refused ]] && exit 255\nexec sh -c "${!#}"\n')
+    (bin_dir / "docker").write_text(
+        f"#!/bin/bash\nuntil [[ -e {answer} ]]; do sleep 0.05; done\n[[ $ENGINE == silent ]] && exit 124\necho 26.1\n"
+    )
+    for stand_in in ("ssh", "docker"):
+        (bin_dir / stand_in).chmod(0o755)
     watch = subprocess.Popen(
-        ["bash", str(WATCH), str(connection.pid), "server2", "root@10.0.18.2", "22", "7", "--", "-o", "BatchMode=yes"],
-        env={"PATH": f"{bin_dir}:/usr/bin:/bin"}, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE, text=True,
+        ["bash", str(WATCH), str(connection.pid), "server2", "root@10.0.18.2", "22", "--", "-o", "BatchMode=yes"],
+        env={"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path), "ENGINE": engine},
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     # The login cannot have answered yet: returning now means the watch does not hold up the connection.
     assert watch.wait(timeout=20) == 0, "the watch returns while its login waits for the engine"
@@ -53,9 +61,10 @@ def watch_said(tmp_path: Path, watch: subprocess.Popen[str]) -> str:
 def test_an_engine_that_gives_no_reply_ends_the_connection_naming_the_host(tmp_path: Path) -> None:
     connection = watched_connection(tmp_path)
     try:
-        watch = start_watch(tmp_path, connection, engine_exit=124)
+        watch = start_watch(tmp_path, connection, engine="silent")
         assert connection.poll() is None, "the connection goes on while the engine is asked"
-        assert watch_said(tmp_path, watch) == "server2: the Docker engine does not answer (no reply in 7 s)\n"
+        said = watch_said(tmp_path, watch)
+        assert said == "server2: the Docker engine does not answer (no reply in 7 s)\n", "the bound the host keeps"
         assert connection.wait(timeout=10) != 0, "the watch ended the connection"
     finally:
         (tmp_path / "answer").touch()
@@ -63,18 +72,18 @@ def test_an_engine_that_gives_no_reply_ends_the_connection_naming_the_host(tmp_p
 
 
 def test_an_engine_that_answers_or_a_login_that_fails_leaves_the_connection_alone(tmp_path: Path) -> None:
-    connections: dict[int, subprocess.Popen[bytes]] = {}
-    watches: dict[int, subprocess.Popen[str]] = {}
+    connections: dict[str, subprocess.Popen[bytes]] = {}
+    watches: dict[str, subprocess.Popen[str]] = {}
     try:
-        for engine_exit in (0, 255):  # side by side
-            (tmp_path / str(engine_exit)).mkdir()
-            connections[engine_exit] = watched_connection(tmp_path / str(engine_exit))
-            watches[engine_exit] = start_watch(tmp_path / str(engine_exit), connections[engine_exit], engine_exit)
-        for engine_exit, connection in connections.items():
+        for engine in ("answer", "refused"):  # side by side
+            (tmp_path / engine).mkdir()
+            connections[engine] = watched_connection(tmp_path / engine)
+            watches[engine] = start_watch(tmp_path / engine, connections[engine], engine)
+        for engine, connection in connections.items():
             # The watch has finished with this connection (its stderr is closed): it stays.
-            assert watch_said(tmp_path / str(engine_exit), watches[engine_exit]) == "", f"exit {engine_exit}"
-            assert connection.poll() is None, f"exit {engine_exit}: the connection was ended"
+            assert watch_said(tmp_path / engine, watches[engine]) == "", engine
+            assert connection.poll() is None, f"{engine}: the connection was ended"
     finally:
-        for engine_exit, connection in connections.items():
-            (tmp_path / str(engine_exit) / "answer").touch()
+        for engine, connection in connections.items():
+            (tmp_path / engine / "answer").touch()
             connection.kill()

@@ -67,6 +67,15 @@ def mark(folder: Path, step: str, generation: int, **files: str) -> None:
         (folder / f"{step}.{suffix}").write_text(text)
 
 
+def test_the_engines_bound_the_host_keeps_is_reported_as_written(tmp_path: Path) -> None:
+    assert not [line for line in probe(tmp_path) if line.startswith("host-timeout")], "none kept: none said"
+    (tmp_path / "home" / ".dslab").mkdir(parents=True)
+    (tmp_path / "home" / ".dslab" / "host-timeout").write_text("90\n")
+    assert "host-timeout 90" in probe(tmp_path)
+    (tmp_path / "home" / ".dslab" / "host-timeout").write_text("ninety\n")
+    assert not [line for line in probe(tmp_path) if line.startswith("host-timeout")], "no number: none"
+
+
 def test_host_steps_report_only_their_generation_beside_the_facts_and_container_steps_their_checks(
     tmp_path: Path,
 ) -> None:
@@ -103,7 +112,9 @@ def test_host_steps_report_only_their_generation_beside_the_facts_and_container_
 
 def test_an_engine_call_that_fails_fails_the_whole_answer_with_its_message(tmp_path: Path) -> None:
     # Every call but the container list fails, as an engine that stops mid-way.
-    ran = host_facts(tmp_path, "#!/bin/bash\n[[ $1 == ps ]] && exit 0\necho 'Cannot connect to the Docker daemon' >&2; exit 1\n")
+    ran = host_facts(
+        tmp_path, "#!/bin/bash\n[[ $1 == ps ]] && exit 0\necho 'Cannot connect to the Docker daemon' >&2; exit 1\n"
+    )
     assert ran.returncode != 0
     assert ran.stderr.strip().splitlines()[-1] == "Cannot connect to the Docker daemon"
 

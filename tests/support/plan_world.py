@@ -33,6 +33,7 @@ from components.steps.deepspeed_launch import RUN_FILES_STEP
 from components.steps.ssh_mesh import KEYS_STEP, REACH_STEP, TRUST_STEP
 from components.steps.swarm import SWARM_STEP
 from components.steps.deepspeed_launch import RUN_REPORT_STEP
+from components.steps.host_timeout import HOST_TIMEOUT_STEP
 from components.steps.results_store import RESULTS_STEP
 from components.steps.training_image import IMAGE_STEP, copy_step_name
 from harness.pulumi_cli import REPO
@@ -70,6 +71,8 @@ class Machine:
     """The image tags its engine holds."""
     results: bool = False
     """Whether its results directory is there (and writable)."""
+    host_timeout: int | None = None
+    """The engine's bound it keeps (components.steps.host_timeout), when it does."""
     network_driver_mtu: int | None = None
     """The overlay's dslab.driver-mtu label, as a server with a container on it sees it."""
     host_steps: Mapping[str, int] = field(default_factory=dict)
@@ -110,6 +113,8 @@ def probe_answer(config: LabConfig, machines: Mapping[str, Machine], silent: Col
             lines += [f"{name} swarm-member {node_id} {address}" for node_id, address in node.members]
         lines += [f"{name} image {tag} sha256:{tag.rpartition(':')[2]}" for tag in sorted(machine.images)]
         lines.append(f"{name} results {'writable' if machine.results else 'absent'}")
+        if machine.host_timeout is not None:
+            lines.append(f"{name} host-timeout {machine.host_timeout}")
         if machine.claimed:
             lines.append(f"{name} claimed-by {OWNER}")
         lines += [f"{name} host-step {step} {generation}" for step, generation in sorted(machine.host_steps.items())]
@@ -239,6 +244,7 @@ def machines_after_up(config: LabConfig, resources: Resources, machines: Mapping
             SWARM_STEP: generation_of(resources, swarm_step_name(config, host.name)),
             copy_step_name(IMAGE_STEP, tag): generation_of(resources, ship_step_name(host.name)),
             RESULTS_STEP: generation_of(resources, f"lab-results-{host.name}"),
+            HOST_TIMEOUT_STEP: generation_of(resources, f"lab-host-timeout-{host.name}"),
         }
         if host.name == config.manager.name:
             # What the run's step last reported (the run as it is: nothing ends between two ups here).
@@ -260,6 +266,7 @@ def machines_after_up(config: LabConfig, resources: Resources, machines: Mapping
             claimed=True,
             images=frozenset({tag}),
             results=True,
+            host_timeout=config.operator.host_timeout,
             network_driver_mtu=driver_mtu,
             host_steps={step: gen for step, gen in host_steps.items() if gen is not None},
             container_steps={step: gen for step, gen in container_steps.items() if gen is not None},

@@ -9,6 +9,7 @@ import pytest
 from components.config import Host
 from components.hosts.host_steps import (
     Verdict,
+    host_timeout_verdict,
     image_verdict,
     next_generation,
     results_verdict,
@@ -55,7 +56,9 @@ def test_a_step_keeps_its_generation_only_while_its_mark_and_its_work_are_both_t
 
 def test_the_host_keeps_each_steps_generation_under_its_own_name() -> None:
     read = facts("server2 host-step swarm 7\nserver2 host-step image-0abc 3\nserver2 host-step results x\n")
-    assert read.host_marks == {("server2", "swarm"): 7, ("server2", "image-0abc"): 3}, "a mark that is no number is none"
+    assert read.host_marks == {("server2", "swarm"): 7, ("server2", "image-0abc"): 3}, (
+        "a mark that is no number is none"
+    )
 
 
 # --- the image ---------------------------------------------------------------------------------
@@ -64,14 +67,34 @@ def test_the_host_keeps_each_steps_generation_under_its_own_name() -> None:
 def test_an_image_copy_is_done_while_the_host_holds_its_tag() -> None:
     read = facts("server2 image dslab/train:abc sha256:0abc\n")
     assert image_verdict(read, "server2", "dslab/train:abc").done
-    assert image_verdict(read, "server2", "dslab/train:new") == Verdict(False, "image dslab/train:new is not on the host")
+    assert image_verdict(read, "server2", "dslab/train:new") == Verdict(
+        False, "image dslab/train:new is not on the host"
+    )
     assert not image_verdict(read, "server1", "dslab/train:abc").done, "absent from the answer: not done"
+
+
+# --- the engine's bound ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("answers", "verdict"),
+    [
+        ("server2 host-timeout 60\n", Verdict(True)),
+        ("server2 host-timeout 90\n", Verdict(False, "it keeps 90 s")),  # edited by hand, or another setting
+        ("server2 host-timeout x\n", Verdict(False, "it keeps no bound")),  # no number: none
+        ("", Verdict(False, "it keeps no bound")),  # wiped, or never done: missing evidence is not done
+    ],
+)
+def test_the_engines_bound_is_done_only_while_the_host_keeps_the_stacks(answers: str, verdict: Verdict) -> None:
+    assert host_timeout_verdict(facts(answers), "server2", 60) == verdict
 
 
 # --- the results directory ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("state", "done"), [("writable", True), ("read-only", False), ("absent", False), (None, False)])
+@pytest.mark.parametrize(
+    ("state", "done"), [("writable", True), ("read-only", False), ("absent", False), (None, False)]
+)
 def test_the_results_directory_is_done_only_while_it_is_there_and_writable(state: str | None, done: bool) -> None:
     read = facts(f"server1 results {state}\n" if state else "")
     verdict = results_verdict(read, "server1", "/var/lib/dslab/runs")
@@ -123,7 +146,9 @@ def test_a_worker_whose_manager_did_not_answer_is_judged_by_what_it_knows_itself
 
 
 def test_a_host_that_did_not_answer_keeps_the_node_and_the_address_the_others_see() -> None:
-    read = facts(MANAGER_SWARM + "server1 in-use 10.0.3.128 10.0.18.1\nserver1 in-use 10.0.3.129 10.0.18.2\nserver2 silent 90\n")
+    read = facts(
+        MANAGER_SWARM + "server1 in-use 10.0.3.128 10.0.18.1\nserver1 in-use 10.0.3.129 10.0.18.2\nserver2 silent 90\n"
+    )
     assert read.addresses == {"server2": "10.0.3.129"}
     assert swarm_verdict(read, "server2", "server1", "10.0.18.1").done
     assert read.swarm_nodes["server2"].node_id == "w2"

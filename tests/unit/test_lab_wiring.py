@@ -74,7 +74,9 @@ def test_every_manual_step_of_the_write_up_is_a_resource(mocks: RecordingMocks) 
         scripts = {r.name: host_script_of(r) for r in mocks.resources.values() if r.type == REMOTE_COMMAND}
         assert scripts["lab-swarm-server1-init"] == "host/swarm-manager.sh"
         assert scripts["lab-swarm-server2-join"] == "host/swarm-worker.sh"
-        assert mocks.resources["lab-image-server1-build"].type == DOCKER_REMOTE_IMAGE, "build-once builds on the manager"
+        assert mocks.resources["lab-image-server1-build"].type == DOCKER_REMOTE_IMAGE, (
+            "build-once builds on the manager"
+        )
         assert "lab-image-server2-build" not in mocks.resources
         ship = mocks.resources["lab-image-server2-ship"]
         assert ship.type == LOCAL_COMMAND and host_script_of(ship) == "host/image-mark.sh", "and ships to the worker"
@@ -109,7 +111,9 @@ def test_every_manual_step_of_the_write_up_is_a_resource(mocks: RecordingMocks) 
             "lab-training-run",
             "lab-results-server1",
             "lab-results-server2",
-        }, "the swarm, the mesh, the run and the results directories are pulumi-command Commands"
+            "lab-host-timeout-server1",
+            "lab-host-timeout-server2",
+        }, "the swarm, the mesh, the run, the results directories and the hosts' bound are pulumi-command Commands"
 
     return everything_registered(lab).apply(check)
 
@@ -128,8 +132,8 @@ def test_every_command_checks_its_hosts_key_and_sends_its_script_on_stdin(mocks:
             assert command.inputs["addPreviousOutputInEnv"] is False, "no last output sent to the host"
             assert len(command.inputs["create"]) < 400, "the script travels on stdin, not in the command line"
             if host_script_of(command) is not None:
-                # host/lib/engine-bound.sh: a call the engine gives no reply ends the step, naming the host.
-                assert host_line(command) == f"DSLAB_HOST={host} DSLAB_ENGINE_TIMEOUT=60", command.name
+                # host/lib/engine-bound.sh names the host when a call gets no reply; the bound is the host's.
+                assert host_line(command) == f"DSLAB_HOST={host}", command.name
         membership = next(c.inputs for c in commands if c.name == "lab-swarm-server2-membership")
         assert "10.0.18.1" in str(membership["connection"]), "the manager forgets the worker's node"
         assert script_body(membership["stdin"]) == script_text("host/swarm-node.sh")
@@ -168,6 +172,7 @@ def test_components_use_one_type_token_prefix_and_children_have_parents(mocks: R
         assert components == {
             "dslab:index:Lab",
             "dslab:index:HostClaims",
+            "dslab:index:HostTimeout",
             "dslab:index:Swarm",
             "dslab:index:OverlayNetwork",
             "dslab:index:TrainingImage",
@@ -206,7 +211,9 @@ def test_the_join_token_reaches_workers_only_as_a_secret_on_stdin(mocks: Recordi
         stdin = join.inputs["stdin"]
         secret_marker = "4dabf18193072939515e22adb298388d"  # the wire format of a Pulumi secret
         assert secret_marker in stdin, "the token travels as a secret"
-        assert script_body(stdin["value"]) == script_text("host/swarm-worker.sh") + "SWMTKN-1-secret", "after the script"
+        assert script_body(stdin["value"]) == script_text("host/swarm-worker.sh") + "SWMTKN-1-secret", (
+            "after the script"
+        )
 
     return everything_registered(lab).apply(check)
 
@@ -335,7 +342,9 @@ def test_the_overlay_mtu_is_the_smallest_host_interface_mtu_less_the_vxlan_overh
             "docker's option is the underlay's MTU: server1's 1500 (not 9000)"
         )
         assert network["driver"] == "overlay" and network["attachable"] is True
-        assert network["ipamConfigs"] == [{"subnet": "10.0.3.0/24", "ipRange": "10.0.3.0/25", "gateway": "10.0.3.1"}]
+        assert network["ipamConfigs"] == [
+            {"subnet": "10.0.3.0/24", "ipRange": "10.0.3.0/25", "gateway": "10.0.3.1", "auxAddress": {}}
+        ]
         assert values[0] == 1450
 
     return pulumi.Output.all(lab.outputs["network_mtu"], everything_registered(lab)).apply(check)
@@ -440,7 +449,9 @@ def test_strongswan_puts_a_tunnel_on_every_host_under_a_plain_overlay_with_room_
             # Tunnel MTU: the interfaces' smallest (1500) less ESP in UDP (80), at most libipsec's 1400.
             assert inputs["command"] == ["up", address, "1400", "4789", peer]
             assert inputs["capabilities"] == {"adds": ["CAP_NET_ADMIN"]}
-            assert inputs["devices"] == [{"hostPath": "/dev/net/tun", "containerPath": "/dev/net/tun", "permissions": "rwm"}]
+            assert inputs["devices"] == [
+                {"hostPath": "/dev/net/tun", "containerPath": "/dev/net/tun", "permissions": "rwm"}
+            ]
             secret_marker = "4dabf18193072939515e22adb298388d"  # the wire format of a Pulumi secret
             assert inputs["uploads"][secret_marker] == "1b47061264138c4ac30d75fd1eb44270", "the upload is a secret"
             assert inputs["uploads"]["value"] == [
@@ -580,7 +591,9 @@ def test_a_host_inserted_at_the_front_of_a_reordered_list_moves_no_container(moc
 
 def test_a_host_that_cannot_be_asked_for_its_address_fails_up_naming_it(mocks: RecordingMocks) -> None:
     mocks.answers = "server1 mtu 1500\nserver1 held server1 10.0.3.128\nserver2 silent 30\n"
-    with pytest.raises(pulumi.RunError, match=r"^server2: server2 \(10.0.18.2:22\) does not answer over SSH \(no reply in 30 s\)\n"):
+    with pytest.raises(
+        pulumi.RunError, match=r"^server2: server2 \(10.0.18.2:22\) does not answer over SSH \(no reply in 30 s\)\n"
+    ):
         build_dev_lab()
     assert not mocks.resources, "before anything is registered"
 
@@ -590,7 +603,9 @@ def test_a_host_another_stack_holds_is_refused_before_anything_is_registered(moc
         "server1 mtu 1500\nserver1 claimed-by organization/dslab/dev\n"
         "server2 mtu 1500\nserver2 claimed-by organization/dslab/other\nserver2 used-by organization/dslab/other\n"
     )
-    with pytest.raises(pulumi.RunError, match=r"^server2: this host is already used by stack 'organization/dslab/other' "):
+    with pytest.raises(
+        pulumi.RunError, match=r"^server2: this host is already used by stack 'organization/dslab/other' "
+    ):
         build_dev_lab()
     assert not mocks.resources, "nothing of this stack touches it"
 
@@ -713,5 +728,27 @@ def test_with_relay_the_manager_builds_and_one_command_passes_the_image_on_throu
         assert relay.inputs["triggers"] == [tag], "a new tag relays anew"
         assert "lab-image-server2-build" not in mocks.resources, "built once, on the manager"
         assert host_script_of(ship) == "host/image-mark.sh", "and marked"
+
+    return everything_registered(lab).apply(check)
+
+
+@pulumi.runtime.test
+def test_the_hosts_timeout_is_an_input_of_one_step_per_host_only(mocks: RecordingMocks) -> Any:
+    """A new operator.host_timeout changes nothing on the hosts but the bound they keep: one
+    update per host, no provider, no other step (their scripts read the bound on the host)."""
+    from components.lab import Lab
+
+    config = load_stack_file(REPO / "Pulumi.dev.yaml")
+    config = config.model_copy(update={"operator": config.operator.model_copy(update={"host_timeout": 4321})})
+    lab = Lab(
+        "lab", config, project_dir=Path(REPO), owner="organization/dslab/dev", credentials=unit_credentials(config)
+    )
+
+    def check(_: Any) -> None:
+        holding = sorted(name for name, r in mocks.resources.items() if "4321" in json.dumps(r.inputs, default=str))
+        assert holding == ["lab-host-timeout-server1", "lab-host-timeout-server2"]
+        assert script_args(mocks.resources["lab-host-timeout-server2"]) == ["set", "4321"]
+        steps = [r for r in mocks.resources.values() if r.type == REMOTE_COMMAND and "host-timeout" not in r.name]
+        assert steps and all("DSLAB_ENGINE_TIMEOUT" not in unsecret(r.inputs["stdin"]).split("\n", 1)[0] for r in steps)
 
     return everything_registered(lab).apply(check)
