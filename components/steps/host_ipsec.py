@@ -12,6 +12,7 @@ from components.hosts.remote_host import RemoteHost
 from components.hosts.host_script import host_script
 from components.steps.training_image import TrainingImage, TrainingImageArgs
 from components.naming import component_type
+from components.steps.refresh_defaults import CONTAINER_DEFAULTS
 from components.paths import ASSETS_DIR
 
 ROUTE_TABLE = 4789
@@ -69,7 +70,9 @@ class HostIpsec(pulumi.ComponentResource):
         self.per_host = {host.name: self._tunnels(name, host, args, psk) for host in args.hosts}
         self.register_outputs({})
 
-    def _tunnels(self, name: str, host: RemoteHost, args: HostIpsecArgs, psk: pulumi.Output[str]) -> command.remote.Command:
+    def _tunnels(
+        self, name: str, host: RemoteHost, args: HostIpsecArgs, psk: pulumi.Output[str]
+    ) -> command.remote.Command:
         peers = [other.address for other in args.hosts if other.name != host.name]
         image = self.image.per_host[host.name]
         container = docker.Container(
@@ -77,13 +80,18 @@ class HostIpsec(pulumi.ComponentResource):
             name=args.container_name,
             image=self.image.ids[host.name],
             command=[
-                "up", host.address, pulumi.Output.from_input(args.tunnel_mtu).apply(str), str(ROUTE_TABLE), *peers
+                "up",
+                host.address,
+                pulumi.Output.from_input(args.tunnel_mtu).apply(str),
+                str(ROUTE_TABLE),
+                *peers,
             ],  # fmt: skip
             network_mode="host",
             # As the engine reports them back, so the refresh finds nothing changed.
             capabilities=docker.ContainerCapabilitiesArgs(adds=["CAP_NET_ADMIN"]),
             devices=[docker.ContainerDeviceArgs(host_path=TUN, container_path=TUN, permissions="rwm")],
             restart="unless-stopped",
+            **CONTAINER_DEFAULTS,
             uploads=[docker.ContainerUploadArgs(file=PSK_PATH, content=psk, permissions="0600")],
             opts=pulumi.ResourceOptions(
                 parent=self,

@@ -10,6 +10,7 @@ import pulumi_docker as docker
 
 from components.render.container_spec import ContainerSpec
 from components.naming import component_type
+from components.steps.refresh_defaults import CONTAINER_DEFAULTS
 
 READY_CHECK = ["CMD", "/opt/dslab/ready.sh"]
 """The image's readiness script (assets/container/ready.sh): keys settled, sshd running."""
@@ -84,18 +85,25 @@ class NodeContainer(pulumi.ComponentResource):
             ulimits=[docker.ContainerUlimitArgs(name=n, soft=soft, hard=hard) for n, soft, hard in spec.ulimits],
             gpus=spec.gpus,
             volumes=[
-                docker.ContainerVolumeArgs(host_path=mount.source, container_path=mount.target, read_only=mount.read_only)
+                docker.ContainerVolumeArgs(
+                    host_path=mount.source, container_path=mount.target, read_only=mount.read_only
+                )
                 for mount in spec.mounts
             ],
             envs=[f"{key}={value}" for key, value in spec.env],
             labels=[
                 *(docker.ContainerLabelArgs(label=key, value=value) for key, value in spec.labels),
-                *([docker.ContainerLabelArgs(label=SWARM_NODE_LABEL, value=args.swarm_node)] if args.swarm_node else []),
+                *(
+                    [docker.ContainerLabelArgs(label=SWARM_NODE_LABEL, value=args.swarm_node)]
+                    if args.swarm_node
+                    else []
+                ),
             ],
             healthcheck=healthcheck(),
             wait=True,
             wait_timeout=150,
             must_run=True,
+            **CONTAINER_DEFAULTS,
             opts=pulumi.ResourceOptions(
                 parent=self,
                 # One name per host: the old container goes before the new one starts.

@@ -147,8 +147,11 @@ class OverlayNetwork(pulumi.ComponentResource):
             driver="overlay",
             attachable=True,
             ipam_configs=[
-                docker.NetworkIpamConfigArgs(subnet=args.subnet, ip_range=args.ip_range, gateway=args.gateway)
+                docker.NetworkIpamConfigArgs(
+                    subnet=args.subnet, ip_range=args.ip_range, gateway=args.gateway, aux_address={}
+                )
             ],
+            ipam_options={},
             options=options,
             labels=labels,
             opts=pulumi.ResourceOptions(

@@ -14,6 +14,7 @@ from components.hosts.host_script import script_text
 from components.naming import component_type
 from components.render.build_context import ImageSource
 from components.steps.context_cache import context_dir
+from components.steps.refresh_defaults import BUILD_DEFAULTS
 from components.paths import ASSETS_DIR
 
 SHIP_SCRIPT = ASSETS_DIR / "operator" / "image-ship.sh"
@@ -103,6 +104,7 @@ class TrainingImage(pulumi.ComponentResource):
                 context=str(context),
                 dockerfile=str(context / "Dockerfile"),
                 build_args=args.source.build_args,
+                **BUILD_DEFAULTS,
             ),
             keep_locally=False,
             opts=pulumi.ResourceOptions(parent=self, provider=host.engine, depends_on=list(args.after)),
@@ -120,8 +122,16 @@ class TrainingImage(pulumi.ComponentResource):
             f"{name}-relay",
             create=built.image_id.apply(
                 lambda image_id: shlex.join(
-                    ["env", f"DSLAB_GEN={generations}", "bash", str(RELAY_SCRIPT), self.tag, image_id,
-                     args.known_hosts_path, *hosts]
+                    [
+                        "env",
+                        f"DSLAB_GEN={generations}",
+                        "bash",
+                        str(RELAY_SCRIPT),
+                        self.tag,
+                        image_id,
+                        args.known_hosts_path,
+                        *hosts,
+                    ]
                 )  # fmt: skip
             ),
             stdin=script_text(RELAY_HOP_SCRIPT),
@@ -147,8 +157,17 @@ class TrainingImage(pulumi.ComponentResource):
             create=built.image_id.apply(
                 lambda image_id: shlex.join(
                     [
-                        "env", f"DSLAB_GEN={generation}", *script, "ship", self.tag, args.step, image_id,
-                        builder.ssh_destination, host.ssh_destination, "--", *builder.ssh_options,
+                        "env",
+                        f"DSLAB_GEN={generation}",
+                        *script,
+                        "ship",
+                        self.tag,
+                        args.step,
+                        image_id,
+                        builder.ssh_destination,
+                        host.ssh_destination,
+                        "--",
+                        *builder.ssh_options,
                         # The host's own, where it is reached otherwise (another jump host).
                         *(["--", *host.ssh_options] if host.ssh_options != builder.ssh_options else []),
                     ]
