@@ -31,7 +31,7 @@ def connection_cause(error: OSError, timeout_s: float) -> str:
     if isinstance(error, TimeoutError):
         return f"no reply in {timeout_s:g} s"
     if isinstance(error, ConnectionRefusedError):
-        return "connection refused"
+        return "refused"  # components.hosts.unreachable.REFUSED, not imported on this path
     return (error.strerror or str(error)).lower()
 
 

@@ -21,13 +21,19 @@ def host_key_changed(name: str, address: str, port: int, known_hosts_path: str) 
     )
 
 
+REFUSED = "refused"
+"""connection_cause's word for a port nothing listens on. Never "connection refused": the docker
+client replaces any error holding those words with its own "Cannot connect to the Docker daemon"."""
+
+
 def engine_connection_failed(name: str, address: str, port: int, cause: str) -> str:
     """A host whose sshd the providers' connection could not reach (components.hosts.ssh_gate):
     its name and address, the cause as the operating system gave it, and what to check."""
-    if cause == "connection refused":
-        check = f"is sshd running on {name}, and is {port} its port (ssh_port in the stack file)?"
-    elif cause.startswith("no reply"):
-        check = f"is {name} up, and is {address} its address?"
-    else:
-        check = f"is {address} the address of {name}, and is there a route to it from this machine?"
-    return f"{name} ({address}:{port}): SSH cannot connect ({cause}): {check}"
+    if cause == REFUSED:
+        return (
+            f"{name} ({address}:{port}) refuses SSH connections: is sshd running on {name}, "
+            f"and is {port} its port (ssh_port in the stack file)?"
+        )
+    if cause.startswith("no reply"):
+        return f"{name} ({address}:{port}) does not answer SSH ({cause}): is {name} up, and is {address} its address?"
+    return f"{name} ({address}:{port}) cannot be reached over SSH ({cause}): is {address} the address of {name}?"

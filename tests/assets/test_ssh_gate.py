@@ -14,6 +14,7 @@ from pathlib import Path
 
 from components.hosts.engines import SSH_GATE
 from components.hosts.ssh_gate import connection_cause
+from components.hosts.unreachable import REFUSED
 from components.paths import ASSETS_DIR
 
 PROJECT = ASSETS_DIR.parent
@@ -50,14 +51,15 @@ def test_a_refused_connection_is_named_with_host_cause_and_fix() -> None:
     completed, _ = run_gate("connect", "server2", "127.0.0.1", str(port), "5")
     assert completed.returncode == 255, "ssh's own status for a failed connection"
     assert completed.stderr == (
-        f"server2 (127.0.0.1:{port}): SSH cannot connect (connection refused): is sshd running on server2, "
+        f"server2 (127.0.0.1:{port}) refuses SSH connections: is sshd running on server2, "
         f"and is {port} its port (ssh_port in the stack file)?\n"
     )
+    assert "connection refused" not in completed.stderr, "the docker client would put its own words instead"
 
 
 def test_the_cause_reads_as_the_user_knows_it() -> None:
     assert connection_cause(TimeoutError(), 10.0) == "no reply in 10 s"
-    assert connection_cause(ConnectionRefusedError(111, "Connection refused"), 10.0) == "connection refused"
+    assert connection_cause(ConnectionRefusedError(111, "Connection refused"), 10.0) == REFUSED
     assert connection_cause(OSError(113, "No route to host"), 10.0) == "no route to host"
 
 

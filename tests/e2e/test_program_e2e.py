@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import pytest
 
 from components.render.results import default_results_dir
-from tests.support.pulumi_output import command_lines, diagnostics_of
+from tests.support.pulumi_output import command_lines, diagnostics_of, diff_change_lines, planned_steps
 from tests.support.faults import set_hosts
 from tests.support.sim_hosts import STATE_DIR, host_fault, hosts_up, inspect, keep_build_cache, on_host, wait_for_sshd
 from harness.pulumi_cli import PulumiCli, ensure_toolchain
@@ -116,7 +116,10 @@ def test_up_from_nothing_builds_the_cluster_and_trains_across_both_containers(st
     identity = json.loads(on_host("server1", "cat", f"{run}/identity.json"))
     image_id = on_host("server1", "docker", "image", "inspect", "--format", "{{.Id}}", identity["image"]).strip()
     assert image_id == outputs["image_ids"]["server1"], "the image the run ran, by its content tag"  # type: ignore[index]
-    assert "--master_port" not in identity["argv"] and identity["argv"][-2:] == ["--output_dir", "/opt/dslab/results/@RUN@"]
+    assert "--master_port" not in identity["argv"] and identity["argv"][-2:] == [
+        "--output_dir",
+        "/opt/dslab/results/@RUN@",
+    ]
     assert str(outputs["training_summary"]).startswith(f"run {name}: server1: dslab: finished steps=20")
 
 
@@ -165,7 +168,22 @@ def test_the_preflight_measured_the_overlay_before_training(stack: Stack) -> Non
     assert report.count("dslab: allreduce size_mb=") == 3, "1, 16 and 64 MiB"
 
 
-def test_a_second_preview_shows_no_changes(stack: Stack) -> None:
+def test_a_second_preview_shows_no_changes_and_its_diff_lists_no_resource(stack: Stack) -> None:
+    output = stack.pulumi("preview", "--diff", "--expect-no-changes")
+    # What refresh reads back from the engines is what the program asked for, defaults included.
+    assert diff_change_lines(output) == [], output
+    assert len(output.strip().splitlines()) <= 10, output
+
+
+def test_a_new_host_timeout_is_one_update_per_host_and_nothing_else(stack: Stack) -> None:
+    stack.pulumi("config", "set", "--path", "dslab:operator.host_timeout", "75")
+    preview = stack.pulumi("preview", "--diff")
+    assert planned_steps(preview) == {"lab-host-timeout-server1": "update", "lab-host-timeout-server2": "update"}, (
+        preview
+    )
+    stack.pulumi("up", "--yes")
+    for host in ("server1", "server2"):
+        assert on_host(host, "cat", ".dslab/host-timeout").strip() == "75", "the bound every step's script reads"
     stack.pulumi("preview", "--expect-no-changes")
 
 
@@ -195,7 +213,9 @@ def test_a_container_deleted_behind_our_back_is_made_again_by_a_plain_up_with_ne
 
     container = inspect("server2", "container", "llm")
     assert container is not None and container["State"]["Running"], "up made the container again"
-    assert container["NetworkSettings"]["Networks"]["test-net"]["IPAddress"] == stack.outputs()["container_ips"]["server2"]  # type: ignore[index]
+    assert (
+        container["NetworkSettings"]["Networks"]["test-net"]["IPAddress"] == stack.outputs()["container_ips"]["server2"]
+    )  # type: ignore[index]
     hostname = on_host(
         "server1", "docker", "exec", "llm",
         "ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "server2", "hostname",
@@ -264,7 +284,9 @@ def test_a_host_inserted_at_the_front_of_the_list_moves_no_container_and_joins_t
     assert steps["server3-llm"]["op"] == "create", "the new host gets its container"
     # Their containers, claims, swarm joins, keys and images stay; the mesh's files and the
     # run's files (the hostfile) now name server3.
-    touched = {name for name in steps if any(host in name for host in HOSTS) and not name.endswith(("-trust", "-files"))}
+    touched = {
+        name for name in steps if any(host in name for host in HOSTS) and not name.endswith(("-trust", "-files"))
+    }
     assert not touched, f"nothing of the other hosts changes but the mesh's and the run's files: {touched}"
     print("insert at the front:", summary_line(stack.pulumi("preview")))
 

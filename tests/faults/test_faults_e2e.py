@@ -23,7 +23,7 @@ from tests.support.faults import (
     CONTAINER, HOSTS, LOGS, NETWORK, assert_trained_across_both, attempt, container, fault_stack,
     in_container, manager_logs_in_to, timed, training_log, up,
 )  # fmt: skip
-from tests.support.pulumi_output import diagnostics_of
+from tests.support.pulumi_output import diagnostics_of, first_error_naming
 from tests.support.sim_hosts import STATE_DIR, address, host_fault, inspect, keep_build_cache, on_host, wait_for_sshd
 
 pytestmark = [pytest.mark.e2e, pytest.mark.faults]
@@ -63,6 +63,23 @@ def test_a_worker_host_down_during_up_fails_naming_it_and_the_next_up_converges(
     stack.pulumi("preview", "--expect-no-changes")
 
 
+def test_a_worker_whose_sshd_is_stopped_is_named_with_the_cause_in_the_first_error_line(stack: Stack) -> None:
+    server2 = address("server2")
+    host_fault("sshd-stop", "server2")
+    try:
+        code, output = attempt(stack, "up", "--yes")
+    finally:
+        host_fault("sshd-start", "server2")
+    # Under the default refresh the first word is pulumi-docker's: its first error line about the
+    # host carries ours (components/hosts/ssh_gate.py), not "Cannot connect to the Docker daemon".
+    first = first_error_naming(output, "server2", server2)
+    assert code != 0 and f"server2 ({server2}:22) refuses SSH connections: is sshd running on server2" in first, output[
+        -3000:
+    ]
+    up(stack)
+    stack.pulumi("preview", "--expect-no-changes")
+
+
 def test_key_files_are_private_sshd_takes_keys_only_and_publishes_no_port(stack: Stack) -> None:
     operator_key = STATE_DIR / "operator_ed25519"
     assert operator_key.stat().st_mode & 0o777 == 0o600, "the operator's key file is 0600"
@@ -74,7 +91,9 @@ def test_key_files_are_private_sshd_takes_keys_only_and_publishes_no_port(stack:
             mode, path = line.split(" ", 1)
             assert mode == "600", f"{host}: {path} is {mode}, not 600"
 
-        settings = dict(line.split(" ", 1) for line in in_container(host, "/usr/sbin/sshd", "-T").splitlines() if " " in line)
+        settings = dict(
+            line.split(" ", 1) for line in in_container(host, "/usr/sbin/sshd", "-T").splitlines() if " " in line
+        )
         assert settings["passwordauthentication"] == "no"
         assert settings["kbdinteractiveauthentication"] == "no"
         assert settings["permitrootlogin"] == "without-password", "root logs in by key only"
@@ -103,7 +122,9 @@ def test_no_join_token_or_private_key_appears_in_state_outputs_or_logs(stack: St
     }
     for host in HOSTS:
         secrets[f"{host}'s container key"] = in_container(host, "sed", "-n", "2p", "/root/.ssh/id_ed25519").strip()
-        secrets[f"{host}'s sshd host key"] = in_container(host, "sed", "-n", "2p", "/etc/ssh/ssh_host_ed25519_key").strip()
+        secrets[f"{host}'s sshd host key"] = in_container(
+            host, "sed", "-n", "2p", "/etc/ssh/ssh_host_ed25519_key"
+        ).strip()
     assert all(len(value) > 20 for value in secrets.values()), "the secrets were read"
 
     # Every file of the state backend (checkpoints, history, backups), not only the export.
@@ -238,7 +259,9 @@ def test_after_an_engine_restart_training_relaunches_and_nothing_else_changes(st
     host_fault("engine-start", "server2")
     wait_for_sshd("server2")
     timed("engine restart", "container back with sshd in", started)
-    assert {host: container(host)["Id"] for host in HOSTS} == before, "the restart policy brought the same containers back"
+    assert {host: container(host)["Id"] for host in HOSTS} == before, (
+        "the restart policy brought the same containers back"
+    )
     assert manager_logs_in_to("server2")
     stack.pulumi("refresh", "--yes", "--expect-no-changes")
 
@@ -274,7 +297,6 @@ def test_a_second_stack_on_the_same_hosts_is_refused_naming_the_first(stack: Sta
     stack.pulumi("refresh", "--yes", "--expect-no-changes")
 
 
-
 def test_destroy_with_a_host_unreachable_fails_clearly_then_finishes_and_leaves_nothing(stack: Stack) -> None:
     host_fault("host-stop", "server2")
     try:
@@ -284,7 +306,9 @@ def test_destroy_with_a_host_unreachable_fails_clearly_then_finishes_and_leaves_
         assert code != 0
         # `destroy` runs no program, so no probe: the refresh's reads say it, in the engine's words,
         # naming the host's engine, each of its resources, and why.
-        assert f"ssh://root@{address('server2')}:22 is reachable" in output and "Connection timed out" in output, output[-3000:]
+        assert f"ssh://root@{address('server2')}:22 is reachable" in output and "Connection timed out" in output, (
+            output[-3000:]
+        )
         assert "lab-claim-server2" in output and "server2-llm" in output, output[-3000:]
         assert failed_after < 180, f"destroy failed within a bounded time, not after {failed_after} s"
     finally:
