@@ -10,13 +10,17 @@ from pydantic import BeforeValidator, Field, model_validator
 from components.config.base import FrozenModel, Problems
 from components.config.fields import DockerName, EnvName, EnvValue, Port, Size, UlimitName, size_to_mb
 from components.config.hosts import Mount
+from components.config.on_change import Effect, on_change
+from components.config.shapes import Shape
+
+_EVERY_CONTAINER = on_change(Effect.NEW_CONTAINERS, "every container")
 
 
 class Ulimit(FrozenModel):
     """A ulimit; -1 means unlimited. A single number in the config sets soft and hard."""
 
-    soft: int
-    hard: int
+    soft: int = Field(description="Soft limit; -1 unlimited.", examples=[-1], json_schema_extra=_EVERY_CONTAINER)
+    hard: int = Field(description="Hard limit; -1 unlimited.", examples=[-1], json_schema_extra=_EVERY_CONTAINER)
 
 
 def _ulimit_from_number(value: Any) -> Any:
@@ -27,12 +31,17 @@ def _ulimit_from_number(value: Any) -> Any:
         return {"soft": value, "hard": value}
     if isinstance(value, Mapping):
         return value
-    raise ValueError(
-        "is not a ulimit; expected a number (-1 = unlimited) or {soft: n, hard: n}, e.g. -1"
-    )
+    raise ValueError("is not a ulimit; expected a number (-1 = unlimited) or {soft: n, hard: n}, e.g. -1")
 
 
-UlimitValue = Annotated[Ulimit, BeforeValidator(_ulimit_from_number)]
+UlimitValue = Annotated[
+    Ulimit,
+    BeforeValidator(_ulimit_from_number),
+    Shape(
+        "integer (soft and hard; -1 unlimited) or {soft, hard}",
+        also=({"type": "integer"}, {"type": "string", "pattern": r"^\s*-?[0-9]+\s*$"}),
+    ),
+]
 
 
 def _default_ulimits() -> dict[str, Ulimit]:
@@ -45,24 +54,43 @@ def _default_ulimits() -> dict[str, Ulimit]:
 class ContainerConfig(FrozenModel):
     """The training container run on every host."""
 
-    name: DockerName = Field(default="llm", description="Container name. Default llm.")
+    name: DockerName = Field(
+        default="llm",
+        description="Container name (on each host `<host>-<name>`). Default llm.",
+        examples=["train"],
+        json_schema_extra=_EVERY_CONTAINER,
+    )
     shm_size: Size = Field(
         default="40G",
         description="/dev/shm size, e.g. 40G or 512M (binary units). Default 40G.",
+        examples=["1G"],
+        json_schema_extra=_EVERY_CONTAINER,
     )
     ulimits: dict[UlimitName, UlimitValue] = Field(
         default_factory=_default_ulimits,
         description="ulimits by name. Default memlock -1 (unlimited), stack 67108864.",
         examples=[{"memlock": -1, "stack": 67108864}],
+        json_schema_extra=_EVERY_CONTAINER,
     )
     restart: Literal["no", "on-failure", "always", "unless-stopped"] = Field(
-        default="always", description="Docker restart policy. Default always."
+        default="always",
+        description="Docker restart policy. Default always.",
+        examples=["unless-stopped"],
+        json_schema_extra=on_change(
+            Effect.NOTHING, "docker updates every container's policy in place; nothing is made again"
+        ),
     )
     mounts: tuple[Mount, ...] = Field(
-        default=(), description="Bind mounts (code, models, datasets, outputs)."
+        default=(),
+        description="Bind mounts (code, models, datasets, outputs).",
+        examples=[[{"source": "/srv/datasets", "target": "/data", "read_only": True}]],
+        json_schema_extra=_EVERY_CONTAINER,
     )
     env: dict[EnvName, EnvValue] = Field(
-        default_factory=dict, description="Extra environment of every container."
+        default_factory=dict,
+        description="Extra environment of every container (and of every rank, through .deepspeed_env).",
+        examples=[{"NCCL_DEBUG": "INFO"}],
+        json_schema_extra=_EVERY_CONTAINER,
     )
     ssh_port: Port | None = Field(
         default=None,
@@ -71,6 +99,9 @@ class ContainerConfig(FrozenModel):
             "Default: 22 with network.mode overlay, 2222 with host (the host's sshd has 22)."
         ),
         examples=[2222],
+        json_schema_extra=on_change(
+            Effect.NEW_CONTAINERS, "every container", default="22 (network.mode overlay), 2222 (host)"
+        ),
     )
 
     @property

@@ -16,6 +16,18 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, PlainValidator, SecretStr
 
+from components.config.shapes import (
+    IPV4_HOST_ADDRESS,
+    NO_LINE_BREAK,
+    NO_NUL,
+    NOT_BLANK,
+    NUMBER_TEXT,
+    SIZE_TEXT,
+    Shape,
+    integer_text,
+)
+from components.config.shapes import ipv4_network as ipv4_network_text
+
 # --- plain validator functions ------------------------------------------------------
 
 _HOST_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
@@ -65,7 +77,7 @@ def as_int(value: Any) -> int | None:
     if isinstance(value, int):
         return value
     if isinstance(value, str) and re.fullmatch(r"-?[0-9]+", value.strip()):
-        return int(value)
+        return int(value.strip())  # int() strips fewer characters than str.strip()
     return None
 
 
@@ -110,9 +122,7 @@ def ipv4_network(value: Any) -> str:
     except ValueError as error:
         if "has host bits set" in str(error):
             fixed = ipaddress.IPv4Network(text, strict=False)
-            raise ValueError(
-                f"has host bits set; expected the network address, i.e. {fixed}"
-            ) from None
+            raise ValueError(f"has host bits set; expected the network address, i.e. {fixed}") from None
         raise ValueError("is not an IPv4 subnet; expected e.g. 10.0.3.0/24") from None
     return str(network)
 
@@ -127,9 +137,7 @@ def port(value: int) -> int:
 def slots(value: int) -> int:
     """Ranks per host in the hostfile."""
     if value < 1:
-        raise ValueError(
-            "must be at least 1 (DeepSpeed starts one rank per slot); expected e.g. slots: 1"
-        )
+        raise ValueError("must be at least 1 (DeepSpeed starts one rank per slot); expected e.g. slots: 1")
     return value
 
 
@@ -169,9 +177,7 @@ def absolute_path(value: str) -> str:
     if not value.startswith("/"):
         raise ValueError("is not an absolute path; expected e.g. /home/user/code")
     if "\n" in value or "\x00" in value:
-        raise ValueError(
-            "contains a newline or NUL byte; expected e.g. /home/user/code"
-        )
+        raise ValueError("contains a newline or NUL byte; expected e.g. /home/user/code")
     return value
 
 
@@ -188,9 +194,7 @@ def env_name(value: str) -> str:
 def env_value(value: str) -> str:
     """An environment variable value: one line (``.deepspeed_env`` is line based)."""
     if "\n" in value or "\r" in value or "\x00" in value:
-        raise ValueError(
-            "contains a line break; expected a single-line value, e.g. INFO"
-        )
+        raise ValueError("contains a line break; expected a single-line value, e.g. INFO")
     return value
 
 
@@ -205,18 +209,14 @@ def pip_requirement(value: str) -> str:
     """One pip requirement line (a specifier, not an option or a file reference)."""
     text = value.strip()
     if not text or text.startswith("-") or "\n" in value:
-        raise ValueError(
-            "is not a pip requirement; expected one specifier per item, e.g. deepspeed==0.12.3"
-        )
+        raise ValueError("is not a pip requirement; expected one specifier per item, e.g. deepspeed==0.12.3")
     return text
 
 
 def image_reference(value: str) -> str:
     """A docker image reference such as ``nvidia/cuda:12.4.1-devel-ubuntu22.04``."""
     if not _IMAGE_REF.match(value):
-        raise ValueError(
-            "is not a docker image reference; expected e.g. nvidia/cuda:12.4.1-devel-ubuntu22.04"
-        )
+        raise ValueError("is not a docker image reference; expected e.g. nvidia/cuda:12.4.1-devel-ubuntu22.04")
     return value
 
 
@@ -224,9 +224,7 @@ def python_version(value: Any) -> str:
     """A CPython 3 version ``3.X`` or ``3.X.Y`` (YAML reads 3.10 as the float 3.1: use quotes)."""
     text = str(value)
     if isinstance(value, float):
-        raise ValueError(
-            'is a number, and YAML turns 3.10 into 3.1; quote it, e.g. python: "3.10"'
-        )
+        raise ValueError('is a number, and YAML turns 3.10 into 3.1; quote it, e.g. python: "3.10"')
     if not _PYTHON_VERSION.match(text):
         raise ValueError('is not a Python 3 version; expected e.g. "3.10"')
     return text
@@ -247,9 +245,7 @@ def size(value: Any) -> str:
     try:
         megabytes = size_to_mb(text)
     except ValueError:
-        raise ValueError(
-            "is not a size; expected a number and a unit, e.g. 40G or 512M"
-        ) from None
+        raise ValueError("is not a size; expected a number and a unit, e.g. 40G or 512M") from None
     if megabytes < 1:
         raise ValueError("is smaller than 1M; expected e.g. 40G or 512M")
     return text
@@ -264,9 +260,7 @@ def bucket_size(value: Any) -> int:
     except (TypeError, ValueError):
         raise ValueError("is not a number of elements; expected e.g. 5e8") from None
     if number != int(number) or number < 1:
-        raise ValueError(
-            "must be a whole positive number of elements; expected e.g. 5e8"
-        )
+        raise ValueError("must be a whole positive number of elements; expected e.g. 5e8")
     return int(number)
 
 
@@ -274,9 +268,7 @@ def zero_stage(value: Any) -> int:
     """A DeepSpeed ZeRO stage."""
     number = as_int(value)
     if number not in (0, 1, 2, 3):
-        raise ValueError(
-            "is not a ZeRO stage; expected 0, 1, 2 or 3, e.g. zero_stage: 2"
-        )
+        raise ValueError("is not a ZeRO stage; expected 0, 1, 2 or 3, e.g. zero_stage: 2")
     return number
 
 
@@ -287,9 +279,7 @@ def auto_or_positive_int(value: Any) -> int | Literal["auto"]:
     number = as_int(value)
     if number is not None and number >= 1:
         return number
-    raise ValueError(
-        'is neither "auto" nor a positive integer; expected e.g. "auto" or 8'
-    )
+    raise ValueError('is neither "auto" nor a positive integer; expected e.g. "auto" or 8')
 
 
 def auto_or_non_negative_float(value: Any) -> float | Literal["auto"]:
@@ -322,18 +312,10 @@ def gpu_request(value: Any) -> GpuRequestValue:
     if isinstance(value, (list, tuple)) and value:
         ids: list[str] = []
         for item in value:
-            if (
-                isinstance(item, bool)
-                or not isinstance(item, (int, str))
-                or str(item).strip() == ""
-            ):
-                raise ValueError(
-                    f"contains {item!r}, which is not a device id; {example}"
-                )
+            if isinstance(item, bool) or not isinstance(item, (int, str)) or str(item).strip() == "":
+                raise ValueError(f"contains {item!r}, which is not a device id; {example}")
             if isinstance(item, int) and item < 0:
-                raise ValueError(
-                    f"contains {item!r}, which is not a device id; {example}"
-                )
+                raise ValueError(f"contains {item!r}, which is not a device id; {example}")
             ids.append(str(item).strip())
         if len(set(ids)) != len(ids):
             raise ValueError(f"lists a device id twice; {example}")
@@ -356,9 +338,7 @@ def unix_user(value: str) -> str:
 def docker_name(value: str) -> str:
     """A docker object name (container, network)."""
     if not _DOCKER_NAME.match(value):
-        raise ValueError(
-            "is not a docker name; expected letters, digits, '_', '.', '-', e.g. test-net"
-        )
+        raise ValueError("is not a docker name; expected letters, digits, '_', '.', '-', e.g. test-net")
     return value
 
 
@@ -374,9 +354,7 @@ def ulimit_name(value: str) -> str:
     if value not in ULIMIT_NAMES:
         close = difflib.get_close_matches(value, ULIMIT_NAMES, n=1)
         hint = f"did you mean {close[0]!r}? " if close else ""
-        raise ValueError(
-            f"is not a ulimit name; {hint}expected one of {', '.join(ULIMIT_NAMES)}"
-        )
+        raise ValueError(f"is not a ulimit name; {hint}expected one of {', '.join(ULIMIT_NAMES)}")
     return value
 
 
@@ -385,18 +363,14 @@ def container_path(value: Any) -> str:
     if not isinstance(value, str) or not value.strip() or value.startswith("-"):
         raise ValueError("is not a path; expected e.g. /opt/dslab/train_tiny.py")
     if "\n" in value or "\x00" in value:
-        raise ValueError(
-            "contains a newline or NUL byte; expected e.g. /opt/dslab/train_tiny.py"
-        )
+        raise ValueError("contains a newline or NUL byte; expected e.g. /opt/dslab/train_tiny.py")
     return value
 
 
 def argument(value: Any) -> str:
     """One command-line argument; numbers are turned into text (YAML reads 20 as an int)."""
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise ValueError(
-            'is not a command-line argument; expected text, e.g. "--steps"'
-        )
+        raise ValueError('is not a command-line argument; expected text, e.g. "--steps"')
     text = str(value)
     if "\x00" in text:
         raise ValueError('contains a NUL byte; expected text, e.g. "--steps"')
@@ -407,13 +381,9 @@ def flag_value(value: Any) -> str | int | float | bool:
     """A value of a ``--key value`` training argument: text, a number or a boolean."""
     if isinstance(value, (str, int, float, bool)):
         if isinstance(value, str) and "\x00" in value:
-            raise ValueError(
-                'contains a NUL byte; expected text, e.g. "alpaca_gpt4_zh"'
-            )
+            raise ValueError('contains a NUL byte; expected text, e.g. "alpaca_gpt4_zh"')
         return value
-    raise ValueError(
-        'is not a flag value; expected text, a number or true/false, e.g. "alpaca_gpt4_zh"'
-    )
+    raise ValueError('is not a flag value; expected text, a number or true/false, e.g. "alpaca_gpt4_zh"')
 
 
 _FLAG_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -425,9 +395,7 @@ RESERVED_FLAGS = ("deepspeed", "deepspeed_config", "local_rank")
 def flag_name(value: str) -> str:
     """The name of a ``--name value`` training argument, without the dashes."""
     if value in RESERVED_FLAGS:
-        raise ValueError(
-            "is set by dslab (from training.deepspeed and the launcher); remove it"
-        )
+        raise ValueError("is set by dslab (from training.deepspeed and the launcher); remove it")
     if not _FLAG_NAME.match(value):
         raise ValueError(
             "is not an argument name; expected lower-case words joined by '_', without the "
@@ -467,15 +435,9 @@ def secret_string(value: Any) -> SecretStr | EncryptedSecret:
         return value
     if isinstance(value, str):
         if not value.strip():
-            raise ValueError(
-                "is empty; expected the secret text, set with pulumi config set --secret"
-            )
+            raise ValueError("is empty; expected the secret text, set with pulumi config set --secret")
         return SecretStr(value)
-    if (
-        isinstance(value, Mapping)
-        and set(value) == {"secure"}
-        and isinstance(value["secure"], str)
-    ):
+    if isinstance(value, Mapping) and set(value) == {"secure"} and isinstance(value["secure"], str):
         return EncryptedSecret(secure=value["secure"])
     raise ValueError(
         "is not a secret string; expected the text itself or a Pulumi secret "
@@ -489,42 +451,156 @@ def is_encrypted_value(value: Any) -> bool:
 
 
 # --- the Annotated types --------------------------------------------------------------
+# Each ends with its Shape: the readable name the configuration reference prints, and the JSON
+# Schema of what its validator takes (components.config.shapes), for schema/stack.schema.json.
 
 GpuRequestValue = Literal["all", "none"] | int | tuple[str, ...]
 
-HostName = Annotated[str, AfterValidator(host_name)]
-IPv4Str = Annotated[str, BeforeValidator(ipv4_address)]
-IPv4NetworkStr = Annotated[str, BeforeValidator(ipv4_network)]
-Port = Annotated[int, BeforeValidator(not_a_boolean), AfterValidator(port)]
-Slots = Annotated[int, BeforeValidator(not_a_boolean), AfterValidator(slots)]
-Mtu = Annotated[int, AfterValidator(mtu)]
-Seconds = Annotated[int, BeforeValidator(not_a_boolean), AfterValidator(seconds)]
-NonNegativeFloat = Annotated[float, PlainValidator(non_negative_float)]
-PositiveFloat = Annotated[float, PlainValidator(positive_float)]
-AbsolutePath = Annotated[str, AfterValidator(absolute_path)]
-EnvName = Annotated[str, AfterValidator(env_name)]
-EnvValue = Annotated[str, AfterValidator(env_value)]
-AptPackage = Annotated[str, AfterValidator(apt_package)]
-PipRequirement = Annotated[str, AfterValidator(pip_requirement)]
-ImageReference = Annotated[str, AfterValidator(image_reference)]
-PythonVersion = Annotated[str, PlainValidator(python_version)]
-Size = Annotated[str, PlainValidator(size)]
-BucketSize = Annotated[int, PlainValidator(bucket_size)]
-ZeroStage = Annotated[int, PlainValidator(zero_stage)]
+_STRING: dict[str, Any] = {"type": "string"}
+
+
+def _text(pattern: str) -> dict[str, Any]:
+    """The JSON Schema of a string that matches PATTERN."""
+    return {"type": "string", "pattern": pattern}
+
+
+HostName = Annotated[str, AfterValidator(host_name), Shape("string (DNS label)", _text(_HOST_NAME.pattern))]
+IPv4Str = Annotated[
+    str, BeforeValidator(ipv4_address), Shape("string (IPv4 address)", _text(IPV4_HOST_ADDRESS), replace=True)
+]
+IPv4NetworkStr = Annotated[
+    str, BeforeValidator(ipv4_network), Shape("string (IPv4 subnet, CIDR)", _text(ipv4_network_text()), replace=True)
+]
+Port = Annotated[
+    int,
+    BeforeValidator(not_a_boolean),
+    AfterValidator(port),
+    Shape("integer 1–65535", {"type": "integer", "minimum": 1, "maximum": 65535}),
+]
+Slots = Annotated[
+    int, BeforeValidator(not_a_boolean), AfterValidator(slots), Shape("integer ≥ 1", {"type": "integer", "minimum": 1})
+]
+Mtu = Annotated[
+    int, AfterValidator(mtu), Shape("integer 576–9000", {"type": "integer", "minimum": 576, "maximum": 9000})
+]
+Seconds = Annotated[
+    int,
+    BeforeValidator(not_a_boolean),
+    AfterValidator(seconds),
+    Shape("integer ≥ 0 (seconds)", {"type": "integer", "minimum": 0}),
+]
+NonNegativeFloat = Annotated[
+    float, PlainValidator(non_negative_float), Shape("number ≥ 0", {"type": "number", "minimum": 0})
+]
+PositiveFloat = Annotated[
+    float, PlainValidator(positive_float), Shape("number > 0", {"type": "number", "exclusiveMinimum": 0})
+]
+AbsolutePath = Annotated[
+    str, AfterValidator(absolute_path), Shape("string (absolute path)", _text(r"^/(?![\s\S]*[\n\x00])"))
+]
+EnvName = Annotated[str, AfterValidator(env_name), Shape("string (variable name)", _text(_ENV_NAME.pattern))]
+EnvValue = Annotated[str, AfterValidator(env_value), Shape("string (one line)", _text(NO_LINE_BREAK))]
+AptPackage = Annotated[
+    str, AfterValidator(apt_package), Shape("string (apt package, =version optional)", _text(_APT_PACKAGE.pattern))
+]
+PipRequirement = Annotated[
+    str, AfterValidator(pip_requirement), Shape("string (pip requirement)", _text(r"^(?![\s\S]*\n)\s*[^\s-]"))
+]
+ImageReference = Annotated[
+    str, AfterValidator(image_reference), Shape("string (image reference)", _text(_IMAGE_REF.pattern))
+]
+PythonVersion = Annotated[
+    str, PlainValidator(python_version), Shape('string ("3.X" or "3.X.Y")', _text(_PYTHON_VERSION.pattern))
+]
+Size = Annotated[
+    str,
+    PlainValidator(size),
+    Shape(
+        "string (size with a unit, at least 1M)",
+        # A bare number is a count of bytes.
+        {"anyOf": [_text(SIZE_TEXT), {"type": "integer", "minimum": 1024 * 1024}]},
+    ),
+]
+BucketSize = Annotated[
+    int,
+    PlainValidator(bucket_size),
+    # YAML reads 5e8 as text, which float() takes; whether it is whole only the loader checks.
+    Shape("integer ≥ 1 (5e8 too)", {"anyOf": [{"type": "integer", "minimum": 1}, _text(NUMBER_TEXT)]}),
+]
+ZeroStage = Annotated[
+    int,
+    PlainValidator(zero_stage),
+    Shape("one of `0`/`1`/`2`/`3`", {"anyOf": [{"enum": [0, 1, 2, 3]}, _text(r"^\s*(?:-?0+|0*[1-3])\s*$")]}),
+]
 AutoOrPositiveInt = Annotated[
-    int | Literal["auto"], PlainValidator(auto_or_positive_int)
+    int | Literal["auto"],
+    PlainValidator(auto_or_positive_int),
+    Shape(
+        "`auto` or integer ≥ 1",
+        {"anyOf": [{"const": "auto"}, {"type": "integer", "minimum": 1}, _text(integer_text(1))]},
+    ),
 ]
 AutoOrNonNegativeFloat = Annotated[
-    float | Literal["auto"], PlainValidator(auto_or_non_negative_float)
+    float | Literal["auto"],
+    PlainValidator(auto_or_non_negative_float),
+    Shape("`auto` or number ≥ 0", {"anyOf": [{"const": "auto"}, {"type": "number", "minimum": 0}, _text(NUMBER_TEXT)]}),
 ]
-GpuRequest = Annotated[GpuRequestValue, PlainValidator(gpu_request)]
-Secret = Annotated[SecretStr | EncryptedSecret, PlainValidator(secret_string)]
-UnixUser = Annotated[str, AfterValidator(unix_user)]
-DockerName = Annotated[str, AfterValidator(docker_name)]
-InterfaceName = Annotated[str, AfterValidator(interface_name)]
-UlimitName = Annotated[str, AfterValidator(ulimit_name)]
-ContainerPath = Annotated[str, PlainValidator(container_path)]
-Argument = Annotated[str, PlainValidator(argument)]
-FlagValue = Annotated[str | int | float | bool, PlainValidator(flag_value)]
-FlagName = Annotated[str, AfterValidator(flag_name)]
-FlagOption = Annotated[str, AfterValidator(flag_option)]
+GpuRequest = Annotated[
+    GpuRequestValue,
+    PlainValidator(gpu_request),
+    Shape(
+        "`all`, `none`, a count ≥ 1, or a list of device ids",
+        {
+            "anyOf": [
+                {"enum": ["all", "none"]},
+                {"type": "integer", "minimum": 1},
+                _text(integer_text(1)),
+                {
+                    "type": "array",
+                    "minItems": 1,
+                    "uniqueItems": True,
+                    "items": {"anyOf": [{"type": "integer", "minimum": 0}, _text(NOT_BLANK)]},
+                },
+            ]
+        },
+    ),
+]
+Secret = Annotated[
+    SecretStr | EncryptedSecret,
+    PlainValidator(secret_string),
+    Shape(
+        "string (a secret), or `{secure: ...}`",
+        {
+            "anyOf": [
+                _text(NOT_BLANK),
+                {
+                    "type": "object",
+                    "properties": {"secure": _STRING},
+                    "required": ["secure"],
+                    "additionalProperties": False,
+                },
+            ]
+        },
+        replace=True,
+    ),
+]
+UnixUser = Annotated[str, AfterValidator(unix_user), Shape("string (user name)", _text(_UNIX_USER.pattern))]
+DockerName = Annotated[str, AfterValidator(docker_name), Shape("string (docker name)", _text(_DOCKER_NAME.pattern))]
+InterfaceName = Annotated[str, AfterValidator(interface_name), Shape("string (interface name)", _text(_IFNAME.pattern))]
+UlimitName = Annotated[str, AfterValidator(ulimit_name), Shape("ulimit name", {"enum": list(ULIMIT_NAMES)})]
+ContainerPath = Annotated[
+    str,
+    PlainValidator(container_path),
+    Shape("string (path in the container)", _text(r"^(?!-)(?=.*\S)(?![\s\S]*[\n\x00])")),
+]
+Argument = Annotated[
+    str, PlainValidator(argument), Shape("string or number", {"anyOf": [_text(NO_NUL), {"type": "number"}]})
+]
+FLAG_VALUE_SCHEMA: dict[str, Any] = {"anyOf": [_text(NO_NUL), {"type": "number"}, {"type": "boolean"}]}
+FlagValue = Annotated[
+    str | int | float | bool, PlainValidator(flag_value), Shape("string, number or boolean", FLAG_VALUE_SCHEMA)
+]
+FLAG_NAME_PATTERN = rf"^(?!(?:{'|'.join(RESERVED_FLAGS)})$){_FLAG_NAME.pattern[1:]}"
+"""An argument name dslab does not set itself (fields.flag_name)."""
+FlagName = Annotated[str, AfterValidator(flag_name), Shape("string (argument name, no --)", _text(FLAG_NAME_PATTERN))]
+FlagOption = Annotated[str, AfterValidator(flag_option), Shape("string (--option)", _text(_FLAG_OPTION.pattern))]

@@ -23,19 +23,26 @@ from components.config.fields import (
     UnixUser,
     gpu_request,
 )
+from components.config.on_change import Effect, on_change
+from components.config.shapes import Shape
+
+# The whole container (a bind mount is made when the container is): every Mount, wherever it is used.
+_MOUNT = on_change(Effect.NEW_CONTAINERS, "the containers that mount it")
+_HOST_OWN = "this host's container only"
+_REACH = "how this machine reaches the host: its steps run again in place"
 
 
 class Mount(FrozenModel):
     """A bind mount of a host directory into the training container."""
 
     source: AbsolutePath = Field(
-        description="Absolute path on the host.", examples=["/data/models"]
+        description="Absolute path on the host.", examples=["/data/models"], json_schema_extra=_MOUNT
     )
     target: AbsolutePath = Field(
-        description="Absolute path inside the container.", examples=["/home/user/code"]
+        description="Absolute path inside the container.", examples=["/home/user/code"], json_schema_extra=_MOUNT
     )
     read_only: bool = Field(
-        default=False, description="Mount read-only. Default false."
+        default=False, description="Mount read-only. Default false.", examples=[True], json_schema_extra=_MOUNT
     )
 
 
@@ -46,14 +53,19 @@ class HostOverrides(FrozenModel):
         default_factory=dict,
         description="Extra environment for this host's container, merged over container.env.",
         examples=[{"NCCL_DEBUG": "INFO"}],
+        json_schema_extra=on_change(Effect.NEW_CONTAINERS, _HOST_OWN),
     )
     shm_size: Size | None = Field(
         default=None,
         description="Shared memory size for this host's container (replaces container.shm_size).",
         examples=["16G"],
+        json_schema_extra=on_change(Effect.NEW_CONTAINERS, _HOST_OWN, default="container.shm_size"),
     )
     mounts: tuple[Mount, ...] = Field(
-        default=(), description="Extra bind mounts for this host's container."
+        default=(),
+        description="Extra bind mounts for this host's container.",
+        examples=[[{"source": "/scratch", "target": "/scratch"}]],
+        json_schema_extra=on_change(Effect.NEW_CONTAINERS, _HOST_OWN),
     )
 
 
@@ -76,20 +88,41 @@ class Host(FrozenModel):
     name: HostName = Field(
         description="Host name; also the container's hostname and its hostfile entry.",
         examples=["server1"],
+        json_schema_extra=on_change(
+            Effect.NEW_CONTAINERS,
+            "a rename: this host's container is made again at its address, what the old name had is taken "
+            "over, and a new run starts (the hostfile names it)",
+        ),
     )
     address: IPv4Str = Field(
         description="The host's own IPv4 address, reachable over ssh from the operator.",
         examples=["10.0.18.1"],
+        json_schema_extra=on_change(
+            Effect.NEW_CONTAINERS,
+            "the manager's: every worker joins its swarm again and gets a new container; a worker's: "
+            "its steps run again in place; with network.mode host also a new run (the hostfile names it)",
+        ),
     )
     role: Literal["manager", "worker"] = Field(
         default="worker",
         description="Swarm role; exactly one host is the manager. Default worker.",
         examples=["manager"],
+        json_schema_extra=on_change(
+            Effect.NEW_CONTAINERS, "another manager: a new swarm and overlay, every container, and a new run"
+        ),
     )
     ssh_user: UnixUser = Field(
-        default="root", description="ssh login user. Default root."
+        default="root",
+        description="ssh login user. Default root.",
+        examples=["ubuntu"],
+        json_schema_extra=on_change(Effect.NOTHING, _REACH),
     )
-    ssh_port: Port = Field(default=22, description="ssh port of the host. Default 22.")
+    ssh_port: Port = Field(
+        default=22,
+        description="ssh port of the host. Default 22.",
+        examples=[22],
+        json_schema_extra=on_change(Effect.NOTHING, _REACH),
+    )
     gpus: GpuRequest = Field(
         default="none",
         description=(
@@ -97,14 +130,19 @@ class Host(FrozenModel):
             'Default: "all" when image.variant is gpu, "none" when cpu.'
         ),
         examples=["all"],
+        json_schema_extra=on_change(
+            Effect.NEW_CONTAINERS, _HOST_OWN, default='"all" (image.variant gpu), "none" (cpu)'
+        ),
     )
     slots: Slots = Field(
         default=1,
         description=(
-            "DeepSpeed ranks on this host. Default: the GPU count for a count or id list, "
-            '1 for "all" and "none".'
+            'DeepSpeed ranks on this host. Default: the GPU count for a count or id list, 1 for "all" and "none".'
         ),
-        examples=[1],
+        examples=[2],
+        json_schema_extra=on_change(
+            Effect.NEW_RUN, "the hostfile", default='the GPU count of a count or id list, 1 for "all" and "none"'
+        ),
     )
     container_address: IPv4Str | None = Field(
         default=None,
@@ -113,9 +151,17 @@ class Host(FrozenModel):
             "whatever the list's order), or for a new host the lowest free one outside ip_range."
         ),
         examples=["10.0.3.128"],
+        json_schema_extra=on_change(
+            Effect.NEW_CONTAINERS,
+            _HOST_OWN,
+            default="the address its container holds; a new host's: the lowest free one outside network.ip_range",
+        ),
     )
     overrides: HostOverrides = Field(
-        default_factory=HostOverrides, description="Per-host container additions."
+        default_factory=HostOverrides,
+        description="Per-host container additions.",
+        examples=[{"shm_size": "16G"}],
+        json_schema_extra=on_change(Effect.NEW_CONTAINERS, _HOST_OWN),
     )
     jump_host: JumpHost | None = Field(
         default=None,
@@ -124,6 +170,7 @@ class Host(FrozenModel):
             "operator.jump_host for this host. Default: operator.jump_host (none: reached directly)."
         ),
         examples=[{"address": "192.0.2.11", "user": "ops"}],
+        json_schema_extra=on_change(Effect.NOTHING, _REACH, default="operator.jump_host"),
     )
 
     def jump_route(self, lab_wide: JumpHost | None) -> JumpRoute | None:
@@ -188,11 +235,17 @@ def _check_hosts(hosts: tuple[Host, ...]) -> tuple[Host, ...]:
     for index in managers[1:]:
         problems.add(
             (index, "role"),
-            f"'manager' is also the role of hosts[{managers[0]}]; a lab has exactly one "
-            "manager: set role: worker here",
+            f"'manager' is also the role of hosts[{managers[0]}]; a lab has exactly one manager: set role: worker here",
         )
     problems.raise_if_any()
     return hosts
 
 
-Hosts = Annotated[tuple[Host, ...], AfterValidator(_check_hosts)]
+_MANAGER = {"type": "object", "required": ["role"], "properties": {"role": {"const": "manager"}}}
+
+Hosts = Annotated[
+    tuple[Host, ...],
+    AfterValidator(_check_hosts),
+    # Unique names and addresses are a rule across items, which JSON Schema cannot state.
+    Shape("list of hosts", {"minItems": 1, "contains": _MANAGER, "minContains": 1, "maxContains": 1}),
+]

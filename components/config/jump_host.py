@@ -8,6 +8,9 @@ from pydantic import Field
 
 from components.config.base import FrozenModel
 from components.config.fields import IPv4Str, Port, UnixUser
+from components.config.on_change import Effect, on_change
+
+_REACH = on_change(Effect.NOTHING, "how this machine reaches the hosts behind it: their steps run again in place")
 
 
 class JumpHost(FrozenModel):
@@ -17,9 +20,17 @@ class JumpHost(FrozenModel):
     address: IPv4Str = Field(
         description="The jump host's IPv4 address, reachable over ssh from the operator's machine.",
         examples=["192.0.2.10"],
+        json_schema_extra=_REACH,
     )
-    port: Port = Field(default=22, description="ssh port of the jump host. Default 22.")
-    user: UnixUser = Field(default="root", description="ssh login user on the jump host. Default root.")
+    port: Port = Field(
+        default=22, description="ssh port of the jump host. Default 22.", examples=[2222], json_schema_extra=_REACH
+    )
+    user: UnixUser = Field(
+        default="root",
+        description="ssh login user on the jump host. Default root.",
+        examples=["ops"],
+        json_schema_extra=_REACH,
+    )
 
     @property
     def destination(self) -> str:

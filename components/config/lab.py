@@ -15,6 +15,7 @@ from components.config.hosts import Host, Hosts
 from components.config.image import ImageConfig
 from components.config.jump_host import JumpHost
 from components.config.network import NetworkConfig
+from components.config.on_change import Effect, on_change
 from components.config.operator import OperatorConfig
 from components.config.training import TrainingConfig
 
@@ -28,6 +29,11 @@ class LabConfig(FrozenModel):
     hosts: Hosts = Field(
         description="The servers; exactly one has role manager.",
         examples=[[{"name": "server1", "address": "10.0.18.1", "role": "manager"}]],
+        json_schema_extra=on_change(
+            Effect.NEW_CONTAINERS,
+            "a host added or removed gets or loses its own container, the others keep theirs; any change "
+            "to the list or its order is a new run (the hostfile)",
+        ),
     )
     operator: OperatorConfig = Field(
         description="ssh key and known_hosts of the machine running Pulumi.",
@@ -37,28 +43,45 @@ class LabConfig(FrozenModel):
                 "known_hosts_path": "~/.ssh/known_hosts",
             }
         ],
+        json_schema_extra=on_change(Effect.NOTHING, "how this machine reaches the hosts"),
     )
-    network: NetworkConfig = Field(default_factory=NetworkConfig)
-    image: ImageConfig = Field(default_factory=ImageConfig)
-    container: ContainerConfig = Field(default_factory=ContainerConfig)
-    training: TrainingConfig = Field(default_factory=TrainingConfig)
+    network: NetworkConfig = Field(
+        default_factory=NetworkConfig,
+        description="The overlay network the containers share, or the hosts' own (mode: host).",
+        examples=[{"subnet": "10.0.3.0/24", "encrypted": True}],
+        json_schema_extra=on_change(Effect.NEW_CONTAINERS, "every key: a new overlay, every container"),
+    )
+    image: ImageConfig = Field(
+        default_factory=ImageConfig,
+        description="The training image built on (or copied to) every host.",
+        examples=[{"variant": "cpu"}],
+        json_schema_extra=on_change(Effect.NEW_CONTAINERS, "a new image: every container, and a new run"),
+    )
+    container: ContainerConfig = Field(
+        default_factory=ContainerConfig,
+        description="The training container every host runs.",
+        examples=[{"shm_size": "1G"}],
+        json_schema_extra=on_change(Effect.NEW_CONTAINERS, "every container; restart is changed in place"),
+    )
+    training: TrainingConfig = Field(
+        default_factory=TrainingConfig,
+        description="The run: the workload, DeepSpeed's settings, the preflight, how pulumi up treats the run.",
+        examples=[{"wait": False}],
+        json_schema_extra=on_change(Effect.NEW_CONTAINERS, "the most one of its keys does; most make a new run"),
+    )
 
     @model_validator(mode="before")
     @classmethod
     def _gpus_follow_image_variant(cls, data: Any) -> Any:
         # A host without `gpus` gets all GPUs on a gpu image and none on a cpu image:
         # the least surprising default either way.
-        if not isinstance(data, Mapping) or not isinstance(
-            data.get("hosts"), list | tuple
-        ):
+        if not isinstance(data, Mapping) or not isinstance(data.get("hosts"), list | tuple):
             return data
         image = data.get("image")
         variant = image.get("variant", "gpu") if isinstance(image, Mapping) else "gpu"
         default = "none" if variant == "cpu" else "all"
         hosts = [
-            {**host, "gpus": default}
-            if isinstance(host, Mapping) and "gpus" not in host
-            else host
+            {**host, "gpus": default} if isinstance(host, Mapping) and "gpus" not in host else host
             for host in data["hosts"]
         ]
         return {**data, "hosts": hosts}
@@ -162,8 +185,7 @@ class LabConfig(FrozenModel):
         if self.network.encrypted:
             problems.add(
                 ("network", "encrypted"),
-                "encrypts the overlay, and network.mode host has none; remove it, or set "
-                "network.mode: overlay",
+                "encrypts the overlay, and network.mode host has none; remove it, or set network.mode: overlay",
             )
         return problems
 
@@ -180,9 +202,7 @@ class LabConfig(FrozenModel):
     def _free_example(self) -> str:
         """A static address not yet used, for error messages."""
         used = {host.container_address for host in self.hosts}
-        for address in static_candidates(
-            self.network.subnet, self.network.effective_ip_range, self.network.gateway
-        ):
+        for address in static_candidates(self.network.subnet, self.network.effective_ip_range, self.network.gateway):
             if str(address) not in used:
                 return str(address)
         return "(none left: use a larger subnet)"

@@ -3,24 +3,62 @@ a host may take to answer)."""
 
 from __future__ import annotations
 
-from pydantic import Field, SecretStr, model_validator
+from typing import Annotated
+
+from pydantic import BeforeValidator, ConfigDict, Field, SecretStr, model_validator
+from pydantic.json_schema import JsonDict
 
 from components.config.base import FrozenModel, Problems
-from components.config.fields import EncryptedSecret, Seconds, Secret
+from components.config.fields import EncryptedSecret, Secret, not_a_boolean
 from components.config.jump_host import JumpHost
+from components.config.on_change import Effect, on_change
+from components.config.shapes import Shape
+
+MIN_HOST_TIMEOUT = 5
+"""Seconds: a host's engine and sshd get at least this long to answer."""
+
+HostTimeout = Annotated[
+    int,
+    BeforeValidator(not_a_boolean),
+    Field(ge=MIN_HOST_TIMEOUT),
+    Shape(f"integer ≥ {MIN_HOST_TIMEOUT} (seconds)", {"type": "integer", "minimum": MIN_HOST_TIMEOUT}, replace=True),
+]
+
+_OPERATOR_ONLY = "how this machine reaches the hosts"
+
+# Exactly one of the two keys, given and not null (the cross-key rule _exactly_one_key checks).
+_ONE_KEY: JsonDict = {
+    "oneOf": [
+        {"required": ["private_key_path"], "properties": {"private_key_path": {"type": "string"}}},
+        {"required": ["private_key"], "properties": {"private_key": {"not": {"type": "null"}}}},
+    ]
+}
 
 
 class OperatorConfig(FrozenModel):
     """How Pulumi reaches the hosts: one ssh key, and known host keys (always checked)."""
 
+    model_config = ConfigDict(json_schema_extra=_ONE_KEY)
+
     private_key_path: str | None = Field(
         default=None,
-        description="Operator's private key file, relative to the project directory or absolute.",
+        description=(
+            "Operator's private key file, relative to the project directory or absolute; give it or private_key."
+        ),
         examples=[".simhosts/operator_ed25519"],
+        json_schema_extra=on_change(
+            Effect.NOTHING, f"{_OPERATOR_ONLY}; another key must be authorized on every host first"
+        ),
     )
     private_key: Secret | None = Field(
         default=None,
-        description="The private key text, as a Pulumi secret (pulumi config set --secret).",
+        description=(
+            "The private key text, as a Pulumi secret (pulumi config set --secret); give it or private_key_path."
+        ),
+        examples=[{"secure": "v1:..."}],
+        json_schema_extra=on_change(
+            Effect.NOTHING, f"{_OPERATOR_ONLY}; another key must be authorized on every host first"
+        ),
     )
     known_hosts_path: str = Field(
         default="~/.ssh/known_hosts",
@@ -29,6 +67,7 @@ class OperatorConfig(FrozenModel):
             "on. Default ~/.ssh/known_hosts."
         ),
         examples=[".simhosts/known_hosts"],
+        json_schema_extra=on_change(Effect.NOTHING, _OPERATOR_ONLY),
     )
     jump_host: JumpHost | None = Field(
         default=None,
@@ -38,15 +77,20 @@ class OperatorConfig(FrozenModel):
             "each host reached directly."
         ),
         examples=[{"address": "192.0.2.10", "user": "ops"}],
+        json_schema_extra=on_change(Effect.NOTHING, f"{_OPERATOR_ONLY}: every step runs again in place"),
     )
-    host_timeout: Seconds = Field(
+    host_timeout: HostTimeout = Field(
         default=60,
-        ge=5,
         description=(
             "How long a host's Docker engine or sshd may take to answer before the step waiting "
             "on it fails, naming the host. Default 60."
         ),
         examples=[120],
+        json_schema_extra=on_change(
+            Effect.NOTHING,
+            "one update per host: the bound each host keeps for our scripts (~/.dslab/host-timeout); "
+            "no container or run changes",
+        ),
     )
 
     @model_validator(mode="after")

@@ -7,6 +7,9 @@ must answer:
     # expect: <fragment of the error output, starting with the key path>
     # base: <valid base file>      (optional; default _base.yaml)
     # problems: <n>                (optional; default 1)
+    # schema: accepts (<why>)      (optional; default: the stack file's JSON Schema rejects the
+                                    file; `accepts` for a rule across keys it cannot state, `no
+                                    document` for a file that is no YAML: test_stack_schema.py)
 
 ``python -m components.validate`` reads no host (it has no network code), so most cases call
 its ``main`` in-process; a few run it as a subprocess, the way a user does.
@@ -62,7 +65,7 @@ class Case:
 def read_case(path: Path) -> Case:
     header: dict[str, str] = {}
     for line in path.read_text(encoding="utf-8").splitlines():
-        match = re.fullmatch(r"# (expect|base|problems): (.+)", line)
+        match = re.fullmatch(r"# (expect|base|problems|schema): (.+)", line)
         if not match:
             break
         header[match[1]] = match[2]
@@ -80,8 +83,6 @@ def validate(path: Path) -> tuple[int, str]:
     out = io.StringIO()
     status = main([str(path)], out)
     return status, out.getvalue()
-
-
 
 
 def names_key(output: str, key: str) -> bool:

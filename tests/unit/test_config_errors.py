@@ -50,15 +50,13 @@ def test_duplicate_host_names_point_at_the_second_one() -> None:
 
 def test_duplicate_host_addresses_point_at_the_second_one() -> None:
     assert problems(with_host(1, address="10.0.18.1")) == [
-        "dslab:hosts[1].address: '10.0.18.1' is also the address of hosts[0]; "
-        "every host needs its own address"
+        "dslab:hosts[1].address: '10.0.18.1' is also the address of hosts[0]; every host needs its own address"
     ]
 
 
 def test_a_lab_without_a_manager_is_rejected() -> None:
     assert problems(with_host(0, role="worker")) == [
-        "dslab:hosts: has no manager; set role: manager on exactly one host, "
-        "e.g. hosts[0].role: manager"
+        "dslab:hosts: has no manager; set role: manager on exactly one host, e.g. hosts[0].role: manager"
     ]
 
 
@@ -79,15 +77,13 @@ def test_an_empty_host_list_is_rejected() -> None:
     values = lab()
     values["hosts"] = []
     assert problems(values) == [
-        "dslab:hosts: is empty; expected at least one host, e.g. [{name: server1, "
-        "address: 10.0.18.1, role: manager}]"
+        "dslab:hosts: is empty; expected at least one host, e.g. [{name: server1, address: 10.0.18.1, role: manager}]"
     ]
 
 
 def test_slots_below_one_are_rejected() -> None:
     assert problems(with_host(1, slots=0)) == [
-        "dslab:hosts[1].slots: 0 must be at least 1 (DeepSpeed starts one rank per slot); "
-        "expected e.g. slots: 1"
+        "dslab:hosts[1].slots: 0 must be at least 1 (DeepSpeed starts one rank per slot); expected e.g. slots: 1"
     ]
 
 
@@ -108,9 +104,7 @@ def test_a_host_name_that_is_not_a_dns_label_is_rejected() -> None:
 def test_a_missing_required_key_says_what_to_add() -> None:
     values = lab()
     del values["hosts"][1]["address"]
-    assert problems(values) == [
-        "dslab:hosts[1].address: is required; add it, e.g. 10.0.18.1"
-    ]
+    assert problems(values) == ["dslab:hosts[1].address: is required; add it, e.g. 10.0.18.1"]
 
 
 def test_a_misspelled_key_gets_a_did_you_mean() -> None:
@@ -133,14 +127,13 @@ def test_an_unknown_top_level_key_is_an_error_too() -> None:
 def test_a_wrong_type_says_what_was_expected() -> None:
     assert problems(with_host(1, ssh_port="twenty-two")) == [
         "dslab:hosts[1].ssh_port: 'twenty-two' is not valid (input should be a valid integer, "
-        "unable to parse string as an integer)"
+        "unable to parse string as an integer); expected e.g. 22"
     ]
 
 
 def test_a_scalar_where_a_section_belongs_lists_the_sections_keys() -> None:
     assert problems(lab(network="test-net")) == [
-        "dslab:network: 'test-net' is not a mapping; expected keys mode, name, subnet, "
-        "ip_range, mtu, encrypted, ipsec"
+        "dslab:network: 'test-net' is not a mapping; expected keys mode, name, subnet, ip_range, mtu, encrypted, ipsec"
     ]
 
 
@@ -180,15 +173,13 @@ def test_an_encrypted_private_key_is_accepted_until_run_time() -> None:
 
 def test_a_subnet_in_non_cidr_form_is_rejected() -> None:
     assert problems(lab(network={"subnet": "10.0.3.0"})) == [
-        "dslab:network.subnet: '10.0.3.0' is not a subnet in CIDR notation; "
-        "expected e.g. 10.0.3.0/24"
+        "dslab:network.subnet: '10.0.3.0' is not a subnet in CIDR notation; expected e.g. 10.0.3.0/24"
     ]
 
 
 def test_a_subnet_with_host_bits_suggests_its_network_address() -> None:
     assert problems(lab(network={"subnet": "10.0.3.7/24"})) == [
-        "dslab:network.subnet: '10.0.3.7/24' has host bits set; expected the network address, "
-        "i.e. 10.0.3.0/24"
+        "dslab:network.subnet: '10.0.3.7/24' has host bits set; expected the network address, i.e. 10.0.3.0/24"
     ]
 
 
@@ -259,7 +250,9 @@ def test_host_mode_refuses_overlay_only_settings() -> None:
 def test_host_mode_reaches_containers_at_the_hosts_addresses_on_port_2222() -> None:
     config = load_lab_config(lab(network={"mode": "host"}))
     assert config.container_ssh_port == 2222
-    assert [config.node_address(host.name, config.address_plan()) for host in config.hosts] == [host.address for host in config.hosts]
+    assert [config.node_address(host.name, config.address_plan()) for host in config.hosts] == [
+        host.address for host in config.hosts
+    ]
 
 
 def test_a_container_address_outside_the_subnet_is_rejected() -> None:
@@ -283,9 +276,7 @@ def test_a_container_address_inside_the_dynamic_range_is_rejected() -> None:
         ("10.0.3.255", "the broadcast address of 10.0.3.0/24"),
     ],
 )
-def test_a_container_address_on_the_network_or_broadcast_address_is_rejected(
-    address: str, what: str
-) -> None:
+def test_a_container_address_on_the_network_or_broadcast_address_is_rejected(address: str, what: str) -> None:
     assert problems(with_host(1, container_address=address)) == [
         f"dslab:hosts[1].container_address: {address!r} is {what}; e.g. 10.0.3.128"
     ]
@@ -294,9 +285,7 @@ def test_a_container_address_on_the_network_or_broadcast_address_is_rejected(
 def test_a_container_address_on_the_gateway_is_rejected() -> None:
     values = lab(network={"ip_range": "10.0.3.128/25"})
     values["hosts"][1]["container_address"] = "10.0.3.1"
-    assert problems(values) == [
-        "dslab:hosts[1].container_address: '10.0.3.1' is the overlay gateway; e.g. 10.0.3.2"
-    ]
+    assert problems(values) == ["dslab:hosts[1].container_address: '10.0.3.1' is the overlay gateway; e.g. 10.0.3.2"]
 
 
 def test_colliding_container_addresses_are_rejected() -> None:
@@ -312,9 +301,7 @@ def test_colliding_container_addresses_are_rejected() -> None:
 def test_a_subnet_without_room_for_every_container_is_rejected() -> None:
     # A /29's upper half holds three static addresses (.4 .5 .6); the fourth host finds none.
     values = lab(network={"subnet": "10.0.3.0/29"})
-    values["hosts"] += [
-        {"name": f"server{n}", "address": f"10.0.18.{n}"} for n in range(3, 5)
-    ]
+    values["hosts"] += [{"name": f"server{n}", "address": f"10.0.18.{n}"} for n in range(3, 5)]
     assert problems(values) == [
         "dslab:network.subnet: 10.0.3.0/29 has no free static address left for host "
         "'server4' outside ip_range 10.0.3.0/30 (held: server1, server2, server3); use a larger subnet (e.g. a /24) or a smaller "
@@ -324,8 +311,7 @@ def test_a_subnet_without_room_for_every_container_is_rejected() -> None:
 
 def test_an_unknown_zero_stage_is_rejected() -> None:
     assert problems(lab(training={"deepspeed": {"zero_stage": 4}})) == [
-        "dslab:training.deepspeed.zero_stage: 4 is not a ZeRO stage; expected 0, 1, 2 or 3, "
-        "e.g. zero_stage: 2"
+        "dslab:training.deepspeed.zero_stage: 4 is not a ZeRO stage; expected 0, 1, 2 or 3, e.g. zero_stage: 2"
     ]
 
 
@@ -357,8 +343,7 @@ def test_precision_fp32_conflicts_with_llamafactory_fp16() -> None:
 def test_llamafactory_args_asking_for_fp16_and_bf16_at_once_are_rejected() -> None:
     training = {"workload": {"kind": "llamafactory", "args": {"bf16": True}}}
     assert problems(lab(training=training)) == [
-        "dslab:training.workload.args: sets both fp16: true and bf16: true; pick one, "
-        "e.g. remove bf16"
+        "dslab:training.workload.args: sets both fp16: true and bf16: true; pick one, e.g. remove bf16"
     ]
 
 
@@ -383,9 +368,7 @@ def test_workload_argument_names_are_checked_alongside_their_values() -> None:
     ]
 
 
-def test_a_batch_size_that_is_not_micro_times_accumulation_times_world_is_rejected() -> (
-    None
-):
+def test_a_batch_size_that_is_not_micro_times_accumulation_times_world_is_rejected() -> None:
     deepspeed = {
         "precision": "fp32",
         "train_batch_size": 10,
@@ -402,9 +385,7 @@ def test_a_batch_size_that_is_not_micro_times_accumulation_times_world_is_reject
     ]
 
 
-def test_a_batch_size_is_checked_against_the_llamafactory_arguments_that_fill_auto() -> (
-    None
-):
+def test_a_batch_size_is_checked_against_the_llamafactory_arguments_that_fill_auto() -> None:
     assert problems(lab(training={"deepspeed": {"train_batch_size": 16}})) == [
         "dslab:training.deepspeed.train_batch_size: 16 is not micro batch 4 x gradient "
         'accumulation 4 x world size 2 = 32; set train_batch_size: 32, or "auto"'
@@ -423,12 +404,8 @@ def test_a_batch_size_not_divisible_by_the_known_factors_is_rejected() -> None:
     ]
 
 
-def test_a_ds_micro_batch_that_differs_from_the_llamafactory_argument_is_rejected() -> (
-    None
-):
-    assert problems(
-        lab(training={"deepspeed": {"train_micro_batch_size_per_gpu": 2}})
-    ) == [
+def test_a_ds_micro_batch_that_differs_from_the_llamafactory_argument_is_rejected() -> None:
+    assert problems(lab(training={"deepspeed": {"train_micro_batch_size_per_gpu": 2}})) == [
         "dslab:training.deepspeed.train_micro_batch_size_per_gpu: 2 differs from "
         "training.workload.args.per_device_train_batch_size (4); the Trainer rejects the "
         'mismatch: set train_micro_batch_size_per_gpu: "auto" or make them equal'
@@ -443,8 +420,7 @@ def test_a_workload_without_a_kind_lists_the_kinds() -> None:
 
 def test_a_workload_with_an_unknown_kind_lists_the_kinds() -> None:
     assert problems(lab(training={"workload": {"kind": "torchrun"}})) == [
-        "dslab:training.workload: kind 'torchrun' is unknown; expected kind: script or "
-        "kind: llamafactory"
+        "dslab:training.workload: kind 'torchrun' is unknown; expected kind: script or kind: llamafactory"
     ]
 
 
@@ -458,8 +434,7 @@ def test_unknown_keys_inside_a_workload_get_a_did_you_mean() -> None:
 
 def test_sizes_without_a_unit_or_number_are_rejected() -> None:
     assert problems(lab(container={"shm_size": "lots"})) == [
-        "dslab:container.shm_size: 'lots' is not a size; expected a number and a unit, "
-        "e.g. 40G or 512M"
+        "dslab:container.shm_size: 'lots' is not a size; expected a number and a unit, e.g. 40G or 512M"
     ]
 
 
@@ -473,31 +448,27 @@ def test_an_unknown_ulimit_name_gets_a_did_you_mean() -> None:
 
 def test_an_environment_value_with_a_newline_is_rejected() -> None:
     assert problems(lab(container={"env": {"NCCL_DEBUG": "INFO\nX=1"}})) == [
-        "dslab:container.env.NCCL_DEBUG: 'INFO\\nX=1' contains a line break; expected a "
-        "single-line value, e.g. INFO"
+        "dslab:container.env.NCCL_DEBUG: 'INFO\\nX=1' contains a line break; expected a single-line value, e.g. INFO"
     ]
 
 
 def test_a_relative_mount_source_is_rejected() -> None:
     mounts = [{"source": "./code", "target": "/home/user/code"}]
     assert problems(lab(container={"mounts": mounts})) == [
-        "dslab:container.mounts[0].source: './code' is not an absolute path; "
-        "expected e.g. /home/user/code"
+        "dslab:container.mounts[0].source: './code' is not an absolute path; expected e.g. /home/user/code"
     ]
 
 
 def test_two_mounts_on_one_container_path_are_rejected() -> None:
     mounts = [{"source": "/a", "target": "/data"}, {"source": "/b", "target": "/data"}]
     assert problems(lab(container={"mounts": mounts})) == [
-        "dslab:container.mounts[1].target: '/data' is also the target of mounts[0]; "
-        "mount each container path once"
+        "dslab:container.mounts[1].target: '/data' is also the target of mounts[0]; mount each container path once"
     ]
 
 
 def test_a_python_version_written_as_a_yaml_number_is_caught() -> None:
     assert problems(lab(image={"python": 3.1})) == [
-        "dslab:image.python: 3.1 is a number, and YAML turns 3.10 into 3.1; quote it, "
-        'e.g. python: "3.10"'
+        'dslab:image.python: 3.1 is a number, and YAML turns 3.10 into 3.1; quote it, e.g. python: "3.10"'
     ]
 
 
@@ -517,8 +488,7 @@ def test_the_exception_text_lists_every_problem_under_a_count() -> None:
     assert str(caught.value).splitlines() == [
         "2 problems in the stack configuration:",
         "  dslab:hosts[1].ssh_port: 0 is not a TCP port; expected 1..65535, e.g. 22",
-        "  dslab:hosts[1].slots: 0 must be at least 1 (DeepSpeed starts one rank per slot); "
-        "expected e.g. slots: 1",
+        "  dslab:hosts[1].slots: 0 must be at least 1 (DeepSpeed starts one rank per slot); expected e.g. slots: 1",
     ]
 
 
@@ -528,6 +498,5 @@ def test_a_batch_size_not_divisible_by_the_world_size_is_rejected() -> None:
         "deepspeed": {"train_batch_size": 3},
     }
     assert problems(lab(training=training)) == [
-        "dslab:training.deepspeed.train_batch_size: 3 is not divisible by world size 2; "
-        "use a multiple of 2, e.g. 2"
+        "dslab:training.deepspeed.train_batch_size: 3 is not divisible by world size 2; use a multiple of 2, e.g. 2"
     ]
