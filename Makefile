@@ -10,7 +10,7 @@ LANES ?= 3
 STACK ?= dev
 # Every pulumi call runs with the project's toolchain and local state backend.
 PULUMI := source toolchain/env.sh && pulumi
-# Where the toolchain's sources are read from when something must be built (README,
+# Where the toolchain's sources are read from when something must be built (docs/toolchain.md,
 # "Air-gapped install"); our team's machines hold a mirror beside the clone.
 ifeq ($(origin DSLAB_SOURCE_MIRROR),undefined)
 ifneq ($(wildcard ../shared/third_party/pulumi-docker),)
@@ -81,7 +81,7 @@ demo: toolchain hosts-up
 	@echo "              ssh -F .simhosts/ssh_config server1 docker ps"
 	@echo "Tear down:    make demo-down"
 
-# A stack made by an older dslab (README: Upgrading a running stack), before its first `up`.
+# A stack made by an older dslab (docs/upgrading.md), before its first `up`.
 upgrade: venv toolchain
 	source toolchain/env.sh && $(PY) assets/operator/forget-retired.py $(STACK)
 

@@ -2,8 +2,8 @@
 resources hold resources of a Pulumi dynamic provider defined here (`RemoteScript`); their
 state names this module's `RemoteScriptProvider`, which Pulumi loads to refresh or delete
 them. Nothing here serves them any more: every call stops with the one line below, naming the
-command that forgets them (assets/operator/forget-retired.py, README "Upgrading a running
-stack"). Stays as long as such stacks may exist; new code never uses it.
+command that forgets them (assets/operator/forget-retired.py, docs/upgrading.md). Stays as
+long as such stacks may exist; new code never uses it.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any, NoReturn
 
 UPGRADE = (
     "this stack holds steps of an older dslab (RemoteScript); run `make upgrade STACK=<this stack>` "
-    "once, then `pulumi up` (README: Upgrading a running stack)"
+    "once, then `pulumi up` (see docs/upgrading.md)"
 )
 
 

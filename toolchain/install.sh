@@ -8,7 +8,7 @@
 #   the source mirror.
 # - A plugin already installed in the project, or in the user's own ~/.pulumi, is used as is;
 #   then one built earlier; then the normal download; last, a build from the source mirror.
-# - The source mirror is the folder $DSLAB_SOURCE_MIRROR (README, "Air-gapped install"); it is
+# - The source mirror is the folder $DSLAB_SOURCE_MIRROR (docs/toolchain.md, "Air-gapped install"); it is
 #   only read: every build works on a copy.
 # - Builds are cached outside the clone in ${DSLAB_CACHE:-~/.cache/dslab}/toolchain, keyed by
 #   the pins, the mirror's content and the build recipe: a second run takes seconds.
@@ -65,8 +65,8 @@ go_module_dir() {
 
 # A folder of the mirror, checked: the error names the variable and what is missing.
 mirror_folder() {
-  [[ -n "$mirror" ]] || fail "no source mirror: set DSLAB_SOURCE_MIRROR to the folder holding pulumi-command/, pulumi-docker/ and pulumi-language-python/ (README, \"Air-gapped install\")"
-  [[ -d "$mirror/$1" ]] || fail "the source mirror $mirror has no $1/ (README, \"Air-gapped install\")"
+  [[ -n "$mirror" ]] || fail "no source mirror: set DSLAB_SOURCE_MIRROR to the folder holding pulumi-command/, pulumi-docker/ and pulumi-language-python/ (docs/toolchain.md, \"Air-gapped install\")"
+  [[ -d "$mirror/$1" ]] || fail "the source mirror $mirror has no $1/ (docs/toolchain.md, \"Air-gapped install\")"
   echo "$mirror/$1"
 }
 
@@ -175,7 +175,7 @@ cached_build() {
     [[ -n "$dir" ]] && { echo "$dir"; return; }
     mirror_folder "$mirror_part" >/dev/null  # fails: nothing to build from
   fi
-  command -v go >/dev/null || fail "Go is needed to build $name $version (none on PATH; README, \"What the operator's machine needs\")"
+  command -v go >/dev/null || fail "Go is needed to build $name $version (none on PATH; docs/toolchain.md, \"What the operator's machine needs\")"
   dir="$cache_root/$name-$version-$(build_inputs_hash "$name" "$mirror_part")"
   if [[ ! -f "$dir/.complete" ]]; then
     # A staging folder of this run's own: a build killed half way leaves one that no later run

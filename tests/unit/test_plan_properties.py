@@ -14,8 +14,8 @@ the preview reads them: changed inputs are an update or a replacement, changed t
 Command anew. A preview without a host's answer is never applied (`up` stops at that host);
 every other one is, and the servers then hold what it recorded.
 
-The invariants are what a user relies on (README, "Changing the host list"), checked after every
-step: addresses unique and each host's own; a container changed only by its own settings; the
+The invariants are what a user relies on (docs/day-two.md, "Changing the host list"), checked
+after every step: addresses unique and each host's own; a container changed only by its own settings; the
 training run started again only when what it is changes; an undone step on a host done again;
 a preview without a host's answer replacing nothing of that host's. The sequences Hypothesis once
 found breaking one are each a test of their own below; the machine checks the rest. The profile
