@@ -8,7 +8,6 @@ import pulumi
 import pulumi_docker as docker
 
 from components.naming import component_type
-from components.steps.refresh_defaults import VOLUME_DEFAULTS
 
 CLAIM_VOLUME = "dslab-claim"
 OWNER_LABEL = "dslab.owner"
@@ -40,7 +39,6 @@ class HostClaims(pulumi.ComponentResource):
                 f"{name}-{host}",
                 name=CLAIM_VOLUME,
                 labels=[docker.VolumeLabelArgs(label=OWNER_LABEL, value=args.owner)],
-                **VOLUME_DEFAULTS,
                 opts=pulumi.ResourceOptions(parent=self, provider=engine, delete_before_replace=True),
             )
             for host, engine in args.engines.items()

@@ -12,7 +12,6 @@ from components.hosts.remote_host import RemoteHost
 from components.hosts.host_script import host_script
 from components.steps.training_image import TrainingImage, TrainingImageArgs
 from components.naming import component_type
-from components.steps.refresh_defaults import CONTAINER_DEFAULTS
 from components.paths import ASSETS_DIR
 
 ROUTE_TABLE = 4789
@@ -91,7 +90,6 @@ class HostIpsec(pulumi.ComponentResource):
             capabilities=docker.ContainerCapabilitiesArgs(adds=["CAP_NET_ADMIN"]),
             devices=[docker.ContainerDeviceArgs(host_path=TUN, container_path=TUN, permissions="rwm")],
             restart="unless-stopped",
-            **CONTAINER_DEFAULTS,
             uploads=[docker.ContainerUploadArgs(file=PSK_PATH, content=psk, permissions="0600")],
             opts=pulumi.ResourceOptions(
                 parent=self,

@@ -10,7 +10,6 @@ import pulumi_docker as docker
 
 from components.render.container_spec import ContainerSpec
 from components.naming import component_type
-from components.steps.refresh_defaults import CONTAINER_DEFAULTS
 
 READY_CHECK = ["CMD", "/opt/dslab/ready.sh"]
 """The image's readiness script (assets/container/ready.sh): keys settled, sshd running."""
@@ -103,7 +102,6 @@ class NodeContainer(pulumi.ComponentResource):
             wait=True,
             wait_timeout=150,
             must_run=True,
-            **CONTAINER_DEFAULTS,
             opts=pulumi.ResourceOptions(
                 parent=self,
                 # One name per host: the old container goes before the new one starts.

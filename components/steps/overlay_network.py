@@ -147,11 +147,8 @@ class OverlayNetwork(pulumi.ComponentResource):
             driver="overlay",
             attachable=True,
             ipam_configs=[
-                docker.NetworkIpamConfigArgs(
-                    subnet=args.subnet, ip_range=args.ip_range, gateway=args.gateway, aux_address={}
-                )
+                docker.NetworkIpamConfigArgs(subnet=args.subnet, ip_range=args.ip_range, gateway=args.gateway)
             ],
-            ipam_options={},
             options=options,
             labels=labels,
             opts=pulumi.ResourceOptions(

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import pytest
 
 from components.render.results import default_results_dir
-from tests.support.pulumi_output import command_lines, diagnostics_of, diff_change_lines, planned_steps
+from tests.support.pulumi_output import change_counts, command_lines, diagnostics_of, diff_change_lines, planned_steps
 from tests.support.faults import set_hosts
 from tests.support.sim_hosts import STATE_DIR, host_fault, hosts_up, inspect, keep_build_cache, on_host, wait_for_sshd
 from harness.pulumi_cli import PulumiCli, ensure_toolchain
@@ -168,9 +168,11 @@ def test_the_preflight_measured_the_overlay_before_training(stack: Stack) -> Non
     assert report.count("dslab: allreduce size_mb=") == 3, "1, 16 and 64 MiB"
 
 
-def test_a_second_preview_shows_no_changes_and_its_diff_lists_no_resource(stack: Stack) -> None:
+def test_a_second_up_changes_nothing_and_then_a_previews_diff_lists_no_resource(stack: Stack) -> None:
+    output = stack.pulumi("up", "--yes")
+    assert set(change_counts(output)) == {"unchanged"}, output[-3000:]
     output = stack.pulumi("preview", "--diff", "--expect-no-changes")
-    # What refresh reads back from the engines is what the program asked for, defaults included.
+    # What refresh reads back from the engines is what the state holds (components/steps/refresh_defaults.py).
     assert diff_change_lines(output) == [], output
     assert len(output.strip().splitlines()) <= 10, output
 
