@@ -6,8 +6,11 @@ selected by MARKERS (default ``e2e``) are handed out whole to N lanes (default 3
 depends only on the modules, so a module runs on the same lab every time and finds that lab's
 build cache warm. Then modules are moved or swapped between lanes where that shortens the longest
 lane on a fresh machine (modules that build images of their own) and lengthens no lane past the
-longest warm one. Lane K runs its modules one after another with ``DSLAB_LAB=K``, so their
-simulated hosts, subnet, operator files and stacks are lab K's and nothing of another lane's. Each
+longest warm one. The lanes run on labs this run takes (simhosts.leases): the first free ones
+from lab 0, skipping any another holder has (a `make demo`'s, another clone's test run); the
+simulator's own module gets one more, the first free one from the top. Lane K runs its modules one
+after another with ``DSLAB_LAB`` set to its lab, so their simulated hosts, subnet, operator files
+and stacks are that lab's and nothing of another lane's; the leases go back at the end. Each
 module is its own ``pytest`` run; its lines are printed as they come, prefixed with the lab and the
 module. At the end: every module's duration and result, and the exit status is non-zero when any
 module failed.
@@ -25,11 +28,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from simhosts.plan import LAB_ENV, MAX_LABS
+from simhosts import leases
+from simhosts.plan import LAB_ENV, MAX_LABS, SimLab
 
 REPO = Path(__file__).resolve().parents[1]
 PYTHON = REPO / ".venv" / "bin" / "python"
 LANES_ENV = "DSLAB_TEST_LANES"
+SIMHOSTS_MODULE = "tests/simhosts/test_simhosts_e2e.py"
+SIMHOSTS_LAB_ENV = "DSLAB_SIMHOSTS_TEST_LAB"
+"""The simulator's own module takes its lab down and up: one of its own (tests/simhosts/conftest.py)."""
 EXPECTED_MINUTES: dict[str, float] = {
     "tests/faults/test_bounds_e2e.py": 10.5,
     "tests/e2e/test_program_e2e.py": 10.5,
@@ -166,8 +173,18 @@ def balance_fresh(placed: list[list[list[str]]], minutes: Callable[[list[str]], 
 class Lanes:
     """Runs each lane's modules on its lab and prints what they say, a line at a time."""
 
-    def __init__(self, plan: list[list[str]], markers: str, pytest_args: Sequence[str]) -> None:
+    def __init__(
+        self,
+        plan: list[list[str]],
+        markers: str,
+        pytest_args: Sequence[str],
+        labs: Sequence[SimLab],
+        simhosts_lab: SimLab | None = None,
+    ) -> None:
         self.plan = [[ModuleRun(module) for module in modules] for modules in plan]
+        self.labs = list(labs)
+        """Lane K's lab, taken for this process."""
+        self.simhosts_lab = simhosts_lab
         self.runs = [run for lane in self.plan for run in lane]
         self.lanes = len(plan)
         self.markers = markers
@@ -179,9 +196,10 @@ class Lanes:
             sys.stdout.write(f"[{prefix}] {line}\n")
             sys.stdout.flush()
 
-    def lane(self, lab: int) -> None:
+    def lane(self, lane: int) -> None:
+        lab = self.labs[lane].id
         self.clean_lab(lab)
-        for run in self.plan[lab]:
+        for run in self.plan[lane]:
             self.run_module(run, lab)
 
     def clean_lab(self, lab: int) -> None:
@@ -191,7 +209,8 @@ class Lanes:
         module of the next run on that lab would fail. A failure here is printed, and the
         modules run anyway: theirs say more."""
         argv = [str(PYTHON), "-m", "simhosts", "--lab", str(lab), "clean"]
-        result = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, check=False)
+        env = {**os.environ, leases.LEASE_PID_ENV: str(os.getpid())}
+        result = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, check=False)
         for line in (result.stdout + result.stderr).splitlines():
             self.say(f"lab{lab}", line)
 
@@ -199,7 +218,9 @@ class Lanes:
         run.lab = lab
         prefix = f"lab{lab} {Path(run.module).stem}"
         self.say(prefix, f"starting {run.module}")
-        env = {**os.environ, LAB_ENV: str(lab), "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, LAB_ENV: str(lab), leases.LEASE_PID_ENV: str(os.getpid()), "PYTHONUNBUFFERED": "1"}
+        if self.simhosts_lab is not None:
+            env[SIMHOSTS_LAB_ENV] = str(self.simhosts_lab.id)
         started = time.monotonic()
         process = subprocess.Popen(
             [str(PYTHON), "-m", "pytest", "-v", "-p", "no:cacheprovider", "-m", self.markers, *self.pytest_args, run.module],
@@ -219,7 +240,7 @@ class Lanes:
 
     def run(self) -> int:
         started = time.monotonic()
-        threads = [threading.Thread(target=self.lane, args=(lab,), daemon=True) for lab in range(self.lanes)]
+        threads = [threading.Thread(target=self.lane, args=(lane,), daemon=True) for lane in range(self.lanes)]
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -250,9 +271,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"lanes: no test selected by -m {args.markers!r}", file=sys.stderr)
         return 5
     plan = plan_lanes(modules, min(args.lanes, len(modules)))
-    for lab, lane in enumerate(plan):
-        print(f"lanes: lab {lab}: " + ", ".join(Path(m).stem for m in lane), flush=True)
-    return Lanes(plan, args.markers, pytest_args).run()
+    holder, pid = str(REPO), os.getpid()
+    say = lambda line: print(f"lanes: {line}", flush=True)  # noqa: E731
+    try:
+        labs = leases.take_free(len(plan), holder, "make test", pid, say)
+    except leases.NotEnoughLabs as error:
+        print(f"lanes: {error}", file=sys.stderr)
+        return 1
+    simhosts_lab = None
+    try:
+        if SIMHOSTS_MODULE in modules:
+            # From the top, clear of the lanes' labs and of those a later run takes first.
+            spare = [lab for lab in range(MAX_LABS - 1, -1, -1) if lab not in {taken.id for taken in labs}]
+            simhosts_lab = leases.take_free(1, holder, "make test", pid, say, among=spare)[0]
+        for lab, lane in zip(labs, plan, strict=True):
+            print(f"lanes: lab {lab.id}: " + ", ".join(Path(m).stem for m in lane), flush=True)
+        if simhosts_lab is not None:
+            print(f"lanes: lab {simhosts_lab.id}: the simulator's own tests", flush=True)
+        return Lanes(plan, args.markers, pytest_args, labs, simhosts_lab).run()
+    except leases.NotEnoughLabs as error:
+        print(f"lanes: {error}", file=sys.stderr)
+        return 1
+    finally:
+        for lab in [*labs, *([simhosts_lab] if simhosts_lab is not None else [])]:
+            leases.release(lab, holder, pid)
 
 
 if __name__ == "__main__":

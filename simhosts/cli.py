@@ -1,4 +1,8 @@
-"""``python -m simhosts [--lab ID] up [--hosts N] [--bastion] [--link RATE] [--operator-link RATE] | down | clean | status | images | fault KIND HOST``."""
+"""``python -m simhosts [--lab ID] up [--hosts N] [--bastion] [--link RATE] [--operator-link RATE] | down | clean | status | leases | images | fault KIND HOST``.
+
+Every command that changes a lab first makes sure this clone holds it (simhosts.leases): ``up``
+takes it (kept until ``down`` here, or for the test harness's process that started it), ``down``
+gives it back, and a lab another holder has is refused, naming the holder."""
 
 from __future__ import annotations
 
@@ -7,8 +11,11 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 
-from simhosts import faults, lifecycle
+import os
+
+from simhosts import faults, leases, lifecycle
 from simhosts.links import LinkRates
+from simhosts.paths import REPO_ROOT
 from simhosts.plan import LAB_ENV, MAX_HOSTS, MAX_LABS, SimLab, lab_from_env
 from simhosts.proc import CommandError
 
@@ -56,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="remove what stacks left on the servers (containers, volumes, networks, swarm, results, marks, dslab/* names); keep images and build cache",
     )
     commands.add_parser("status", help="show each host, its address, engine, sshd, network and swarm state")
+    commands.add_parser("leases", help="show who holds each lab of this machine (simhosts.leases)")
     commands.add_parser(
         "images",
         help="start this machine's engine and build the simulator's images, what every lab's up needs first (idempotent; no lab is touched)",
@@ -73,26 +81,58 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         lab = lab_from_env() if args.lab is None else SimLab(args.lab)
         if args.command == "up":
+            lease = leases.take(lab, str(REPO_ROOT), "make demo / hosts-up", _lease_pid(), _log)
             rates = LinkRates(host=args.link, operator=args.operator_link)
             lifecycle.up(lab, args.hosts, _log, bastion=args.bastion, rates=rates)
-            _log(f"done in {time.monotonic() - started:.1f} s")
+            _log(f"done in {time.monotonic() - started:.1f} s; lab {lab.id} held by {lease.said()}")
         elif args.command == "down":
+            _ensure_held(lab)
             lifecycle.down(lab, _log)
+            if leases.release(lab, str(REPO_ROOT), pid=None):
+                _log(f"lab {lab.id} given back")
         elif args.command == "clean":
+            _ensure_held(lab)
             cleaned = lifecycle.clean(lab, _log)
             _log(f"lab {lab.id}: {len(cleaned)} servers cleaned in {time.monotonic() - started:.1f} s")
         elif args.command == "status":
             _print_status(lab)
+        elif args.command == "leases":
+            _print_leases()
         elif args.command == "images":
             lifecycle.machine_parts(_log)
             _log(f"images ready in {time.monotonic() - started:.1f} s")
         else:
+            _ensure_held(lab)
             FAULTS[args.kind](lab, args.host)
             _log(f"{args.kind} {args.host}: done")
     except (CommandError, ValueError, RuntimeError, TimeoutError) as error:
         _log(f"error: {error}")
         return 1
     return 0
+
+
+def _lease_pid() -> int | None:
+    """The process whose lease covers this command's lab (the test harness's), if any."""
+    value = os.environ.get(leases.LEASE_PID_ENV, "").strip()
+    return int(value) if value.isdigit() else None
+
+
+def _ensure_held(lab: SimLab) -> None:
+    """Refuses a lab that another holder has in force; one that nobody holds is this clone's to
+    change (a lab left up unleased by an earlier test run, or made before leases)."""
+    lease = leases.holder_of(lab)
+    if leases.in_force(lease) and not leases.covers(lease, str(REPO_ROOT), _lease_pid()):
+        assert lease is not None
+        raise leases.LabTaken(lab, lease)
+
+
+def _print_leases() -> None:
+    held = leases.leases()
+    if not held:
+        print("no lab is held")
+    for lab_id, lease in sorted(held.items()):
+        state = "" if leases.in_force(lease) else "  (stale: its process is gone)"
+        print(f"lab {lab_id}: {lease.said()}{state}")
 
 
 def _print_status(lab: SimLab) -> None:

@@ -24,7 +24,7 @@ if _REPO_ROOT not in sys.path:
 from simhosts import hosts, lifecycle, paths  # noqa: E402
 from simhosts.plan import HostSpec, SimLab  # noqa: E402
 
-LAB = SimLab(int(os.environ.get("DSLAB_SIMHOSTS_TEST_LAB", "9")))
+LAB = SimLab(int(os.environ.get("DSLAB_SIMHOSTS_TEST_LAB", "9")))  # tests/conftest.py holds it
 """The simulator's own tests take it down and up: a lab no test module of the product uses."""
 
 
