@@ -11,7 +11,9 @@
 # - The source mirror is the folder $DSLAB_SOURCE_MIRROR (docs/toolchain.md, "Air-gapped install"); it is
 #   only read: every build works on a copy.
 # - Builds are cached outside the clone in ${DSLAB_CACHE:-~/.cache/dslab}/toolchain, keyed by
-#   the pins, the mirror's content and the build recipe: a second run takes seconds.
+#   the pins, the mirror's content and the build recipe: a second run takes seconds. The clone
+#   holds its own hard links (or copies) of what it uses, in .pulumi-home/bin and plugins/, so
+#   no change to the cache (another clone's pins, a pruned build) ever breaks a clone.
 set -euo pipefail
 # A step that fails inside $(...) fails the install (a missing source mirror, a failed copy).
 shopt -s inherit_errexit
@@ -165,6 +167,20 @@ build_inputs_hash() {
   } | sha256sum | cut -c1-12
 }
 
+# How many builds of each binary the cache keeps (the most recently used): clones on a few
+# different pins or branches take turns without rebuilding (minutes each), and the cache stays
+# at a few hundred MB per binary. No clone needs them to run: it holds its own links.
+builds_kept=3
+
+# Removes all but the $builds_kept most recently used builds of NAME (a folder's mtime is
+# its last use: cached_build touches it).
+prune_builds() {
+  local name=$1 old
+  find "$cache_root" -mindepth 1 -maxdepth 1 -type d -name "$name-*" -printf '%T@ %p\n' \
+    | sort -rn | tail -n +$((builds_kept + 1)) | cut -d' ' -f2- \
+    | while IFS= read -r old; do rm -rf "$old"; done
+}
+
 # Prints the cache folder holding NAME at VERSION, building it first when there is none.
 # MIRROR_PART is the mirror folder it is built from (none: the Go module proxy). Without a
 # mirror, an earlier build of the same version is reused. Runs under the cache's lock (main).
@@ -172,7 +188,7 @@ cached_build() {
   local name=$1 version=$2 mirror_part=${3:-} dir
   if [[ -n "$mirror_part" && -z "$mirror" ]]; then
     dir=$(find "$cache_root" -mindepth 2 -maxdepth 2 -name .complete -path "*/$name-$version-*" -printf '%h\n' | head -n 1)
-    [[ -n "$dir" ]] && { echo "$dir"; return; }
+    [[ -n "$dir" ]] && { touch "$dir"; echo "$dir"; return; }
     mirror_folder "$mirror_part" >/dev/null  # fails: nothing to build from
   fi
   command -v go >/dev/null || fail "Go is needed to build $name $version (none on PATH; docs/toolchain.md, \"What the operator's machine needs\")"
@@ -189,9 +205,9 @@ cached_build() {
     rm -rf "$dir"
     mv "$staging" "$dir"
     log "built $name $version in $((SECONDS - started)) s"
-    # Builds for other pins or sources are large and quick to redo from Go's own caches.
-    find "$cache_root" -mindepth 1 -maxdepth 1 -type d -name "$name-*" ! -path "$dir" -exec rm -rf {} +
   fi
+  touch "$dir"
+  prune_builds "$name"
   echo "$dir"
 }
 
@@ -205,28 +221,42 @@ ambient_toolchain_dir() {
   echo "$dir"
 }
 
-# The CLI finds its language host beside its own executable (symlinks resolved), so the
-# binaries are gathered into one folder; hard links where the filesystem allows.
-gather_bin() {
-  local dirs=("$@") key dir
-  key=$(printf '%s\n' "${dirs[@]}" | sha256sum | cut -c1-12)
-  dir="$cache_root/bin-$key"
-  if [[ ! -f "$dir/.complete" ]]; then
-    rm -rf "$dir"
-    mkdir -p "$dir"
-    local source file
-    for source in "${dirs[@]}"; do
-      for file in "$source"/*; do cp -l "$file" "$dir/" 2>/dev/null || cp "$file" "$dir/"; done
-    done
-    touch "$dir/.complete"
-    find "$cache_root" -mindepth 1 -maxdepth 1 -type d -name "bin-*" ! -path "$dir" -exec rm -rf {} +
+# Puts FILE... into the clone's own folder .pulumi-home/bin, each under its name, and removes
+# whatever else is there. The CLI finds its language host beside its own executable, so they
+# share this folder. Each is a hard link (a copy where the filesystem refuses one), never a
+# symlink: deleting any cache folder leaves the clone's files as they are. A file that is
+# already the same (the same inode, or the same bytes) is kept, so a run with nothing changed
+# changes nothing. Files are replaced by rename, so `pulumi` is never missing nor half written
+# (a non-empty folder cannot be renamed over another); a new folder, or the symlink into the
+# cache that older installs made, is filled beside and then renamed into place.
+install_bin() {
+  local bin="$pulumi_home/bin" target file name present
+  local -A wanted=()
+  find "$pulumi_home" -mindepth 1 -maxdepth 1 -name '.bin-*' -exec rm -rf {} +  # a killed run's
+  if [[ -d "$bin" && ! -L "$bin" ]]; then
+    target=$bin
+  else
+    target=$(mktemp -d "$pulumi_home/.bin-XXXXXX")
+    chmod 755 "$target"
   fi
-  echo "$dir"
-}
-
-link_bin() {
-  rm -rf "${pulumi_home:?}/bin"
-  ln -sfn "$1" "$pulumi_home/bin"
+  for file in "$@"; do
+    name=$(basename "$file")
+    wanted[$name]=1
+    if [[ -f "$target/$name" && ! -L "$target/$name" ]] \
+       && { [[ "$target/$name" -ef "$file" ]] || cmp -s "$target/$name" "$file"; }; then
+      continue
+    fi
+    # -L: a link to the file itself where FILE is a symlink (an installation's own links).
+    ln -fL "$file" "$target/.$name.$$" 2>/dev/null || cp -p "$file" "$target/.$name.$$"
+    mv -f "$target/.$name.$$" "$target/$name"
+  done
+  while IFS= read -r present; do
+    [[ -n "${wanted[$present]:-}" ]] || rm -rf "${target:?}/$present"
+  done < <(find "$target" -mindepth 1 -maxdepth 1 -printf '%f\n')
+  if [[ "$target" != "$bin" ]]; then
+    rm -f "$bin"
+    mv -T "$target" "$bin"
+  fi
 }
 
 ensure_passphrase() {
@@ -237,7 +267,8 @@ ensure_passphrase() {
   fi
 }
 
-# Installs the resource plugin NAME at VERSION into the project's PULUMI_HOME.
+# Installs the resource plugin NAME at VERSION into the project's PULUMI_HOME. `pulumi plugin
+# install --file` copies the binary there: the clone keeps it when the cache prunes the build.
 ensure_plugin() {
   local name=$1 version=$2 binary="pulumi-resource-$1"
   local installed="$pulumi_home/plugins/resource-$name-v$version/$binary"
@@ -249,6 +280,7 @@ ensure_plugin() {
     log "$name $version: from $user_plugin"
     pulumi plugin install resource "$name" "$version" --file "$user_plugin" >/dev/null
   elif [[ -n "$built" ]]; then
+    touch "$built"
     pulumi plugin install resource "$name" "$version" --file "$built/$binary" >/dev/null
   elif timeout 60 pulumi plugin install resource "$name" "$version" >/dev/null 2>&1; then
     log "$name $version: downloaded"
@@ -261,7 +293,8 @@ ensure_plugin() {
 }
 
 # Removes what older versions of this script cached (a folder per whole toolchain), and the
-# staging folders of builds that were killed (none is in use: the cache's lock is held).
+# staging folders of builds that were killed (none is in use: the cache's lock is held). The
+# bin-* folders that older installs made are kept: a clone not installed since links to one.
 forget_old_layout() {
   find "$cache_root" -mindepth 1 -maxdepth 1 -type d -regextype egrep \
     ! -regex '.*/(cli|language-python|resource-docker|resource-command|bin)-.*' -exec rm -rf {} +
@@ -284,12 +317,13 @@ main() {
   local dir
   if dir=$(ambient_toolchain_dir); then
     log "using the Pulumi installation in $dir ($("$dir/pulumi" version))"
-    link_bin "$dir"
+    # The CLI and what a Python project needs of what lies beside it.
+    install_bin "$dir/pulumi" "$dir"/pulumi-language-python* "$dir/pulumi-resource-pulumi-python"
   else
     local cli language
     cli=$(cached_build cli "$PULUMI_VERSION-sdk$PULUMI_PYTHON_SDK_VERSION")
     language=$(cached_build language-python "$PULUMI_LANGUAGE_PYTHON_VERSION" pulumi-language-python)
-    link_bin "$(gather_bin "$cli" "$language")"
+    install_bin "$cli"/* "$language"/*
   fi
   export PATH="$pulumi_home/bin:$PATH"
   ensure_plugin docker "$PULUMI_DOCKER_VERSION"
