@@ -44,6 +44,8 @@ def labs_used(session: pytest.Session) -> set[SimLab]:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
+    if session.config.option.collectonly:
+        return  # touches no lab (the harness collects to plan its lanes)
     harness_pid = os.environ.get(leases.LEASE_PID_ENV, "").strip()
     held = session.config.stash.setdefault(HELD, [])
     for lab in sorted(labs_used(session), key=lambda lab: lab.id):

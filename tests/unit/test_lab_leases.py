@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from concurrent.futures import ProcessPoolExecutor
@@ -114,3 +115,31 @@ def test_simhosts_refuses_to_clean_a_lab_another_clone_holds(tmp_path: Path) -> 
     )  # fmt: skip
     assert ran.returncode == 1
     assert f"error: lab 7 is held by {THERE} (make demo / hosts-up, since 2026-12-07T22:00:00Z)" in ran.stderr
+
+
+def run_e2e_session(tmp_path: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    """A plain pytest session of one end-to-end module on lab 8, which another clone keeps."""
+    folder = tmp_path / "lab-leases"
+    folder.mkdir(exist_ok=True)
+    lease = {"holder": THERE, "purpose": "make demo / hosts-up", "pid": None, "since": "2026-12-07T22:00:00Z"}
+    (folder / "lab-8.json").write_text(json.dumps(lease))
+    repo = Path(__file__).resolve().parents[2]
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider", "-m", "e2e", *flags,
+         "tests/e2e/test_host_mode_e2e.py"],
+        cwd=repo, env={**os.environ, "DSLAB_LAB": "8", "DSLAB_CACHE": str(tmp_path)},
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+
+
+def test_an_end_to_end_session_stops_before_any_test_on_a_lab_another_holder_has(tmp_path: Path) -> None:
+    ran = run_e2e_session(tmp_path)
+    assert ran.returncode == 3, ran.stdout[-2000:]
+    assert f"lab 8 is held by {THERE} (make demo / hosts-up" in ran.stdout + ran.stderr
+    assert "passed" not in ran.stdout and "failed" not in ran.stdout, "no test ran"
+
+
+def test_collecting_the_end_to_end_tests_holds_no_lab(tmp_path: Path) -> None:
+    ran = run_e2e_session(tmp_path, "--collect-only")
+    assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-2000:]
+    assert "tests collected" in ran.stdout, "the harness plans its lanes this way"
