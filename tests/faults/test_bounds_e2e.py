@@ -202,9 +202,7 @@ def test_a_hung_engine_fails_preview_up_and_destroy_within_the_bound_naming_the_
 
 
 def test_a_host_that_drops_every_packet_fails_preview_up_and_destroy_within_a_bound(stack: Stack) -> None:
-    # ssh's ConnectTimeout (10 s) ends each new connection: the refresh's in pulumi-docker's words,
-    # naming the host's address; the probe's naming the host.
-    output = commands_fail_within(
-        "host dropping every packet", stack, "network-cut", "network-restore", 60, (address("server2"), "timed out")
-    )
-    assert f"server2 ({address('server2')}:22)" in output, output[-3000:]
+    # The providers' connection gives up after 10 s (components/hosts/ssh_gate.py), the refresh's
+    # error ending with its line; the probe's own bound says the same of the host.
+    silent = f"server2 ({address('server2')}:22) does not answer"
+    commands_fail_within("host dropping every packet", stack, "network-cut", "network-restore", 60, (silent,))
