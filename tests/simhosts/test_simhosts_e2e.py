@@ -109,8 +109,9 @@ def test_containers_on_an_attachable_overlay_talk_tcp_across_hosts(swarm: Simula
         sender = swarm.ssh(
             "server2", "docker", "run", "--rm", "--network", OVERLAY, "--ip", "10.20.30.11", BASE_IMAGE,
             "bash", "-c",
-            # The listener may still be starting: retry the connection for a few seconds.
-            "for i in $(seq 40); do echo hello-from-server2 >/dev/tcp/10.20.30.10/5000 && "
+            # The listener, or the overlay's path to it, may still be coming up: retry, each attempt
+            # bounded (a SYN nobody answers yet would hold bash's connect for two minutes).
+            "for i in $(seq 30); do timeout 3 bash -c 'echo hello-from-server2 >/dev/tcp/10.20.30.10/5000' && "
             "cat /sys/class/net/eth0/mtu && exit 0; sleep 0.25; done; exit 1",
             check=False, timeout=120,
         )
