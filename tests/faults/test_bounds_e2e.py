@@ -164,9 +164,11 @@ BLOCKED_COMMANDS = (("preview",), ("up", "--yes"), ("destroy", "--yes"), ("up", 
 without it the hosts' probe is first."""
 
 
-def commands_fail_within(scenario: str, stack: Stack, fault: str, undo: str, bound_s: float, said: tuple[str, ...]) -> str:
+def commands_fail_within(
+    scenario: str, stack: Stack, fault: str, undo: str, bound_s: float, said: tuple[str | tuple[str, ...], ...]
+) -> str:
     """With FAULT on server2: each of BLOCKED_COMMANDS fails within BOUND_S, saying every text of
-    SAID, and server1's container is untouched. Then UNDO and a plain up: nothing left to change
+    SAID (one of them, for a tuple), and server1's container is untouched. Then UNDO and a plain up: nothing left to change
     (right after the fault the overlay may still be settling, and the probe then finds the
     manager's reach of server2 gone: the up checks it again, waiting for it). The last output."""
     server1_container = container("server1")["Id"]
@@ -177,7 +179,9 @@ def commands_fail_within(scenario: str, stack: Stack, fault: str, undo: str, bou
             code, output = attempt(stack, *command)
             failed_after = timed(scenario, f"{' '.join(command)} failed after", started)
             assert code != 0, f"{command} failed"
-            assert all(text in output for text in said), output[-3000:]
+            assert all(
+                text in output if isinstance(text, str) else any(choice in output for choice in text) for text in said
+            ), output[-3000:]
             assert failed_after < bound_s, f"{command} failed within its bound, not after {failed_after} s"
             assert not locks_left(stack), "a run that failed left no lock: the next one needs no `pulumi cancel`"
         assert container("server1")["Id"] == server1_container, "nothing was changed on the other host"
@@ -202,7 +206,11 @@ def test_a_hung_engine_fails_preview_up_and_destroy_within_the_bound_naming_the_
 
 
 def test_a_host_that_drops_every_packet_fails_preview_up_and_destroy_within_a_bound(stack: Stack) -> None:
-    # The providers' connection gives up after 10 s (components/hosts/ssh_gate.py), the refresh's
-    # error ending with its line; the probe's own bound says the same of the host.
-    silent = f"server2 ({address('server2')}:22) does not answer"
-    commands_fail_within("host dropping every packet", stack, "network-cut", "network-restore", 60, (silent,))
+    # The providers' connection gives up after 10 s (components/hosts/ssh_gate.py: "does not answer
+    # SSH (no reply in 10 s)", at the end of the refresh's error); the probe names the host too,
+    # with ssh's "Connection timed out" or its own "does not answer over SSH", whichever bound
+    # comes first.
+    commands_fail_within(
+        "host dropping every packet", stack, "network-cut", "network-restore", 60,
+        (f"server2 ({address('server2')}:22)", ("no reply in 10 s", "timed out", "does not answer over SSH")),
+    )  # fmt: skip
