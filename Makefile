@@ -18,7 +18,7 @@ export DSLAB_SOURCE_MIRROR := $(abspath ../shared/third_party)
 endif
 endif
 
-.PHONY: help venv dev-tools engine toolchain lab-images e2e-deps hosts-up hosts-down hosts-status demo demo-down demo-purge upgrade test test-unit test-e2e test-faults check bench
+.PHONY: help venv dev-tools engine toolchain lab-images e2e-deps hosts-up hosts-down hosts-status demo demo-down demo-purge upgrade test test-unit test-properties test-e2e test-faults check bench
 
 help:
 	@echo "make demo        start 2 simulated hosts and run 'pulumi up' on the dev stack"
@@ -26,6 +26,8 @@ help:
 	@echo "make demo-purge  then remove the simulator's images, ~/.cache/dslab and the engine it started"
 	@echo "make test        install everything and run the whole test suite: the fast tier, then e2e"
 	@echo "make test-unit   the fast tier only (no engine needed, about a minute)"
+	@echo "make test-properties  the plan's property tests, long: random edit sequences (under 10 min;"
+	@echo "                 DSLAB_LONG=1 make test runs them after the fast tier)"
 	@echo "make test-e2e    the end-to-end modules, side by side on LANES=$(LANES) simulated labs"
 	@echo "make test-faults the fault, drift and secrets scenarios on the simulator (docs/reliability.md)"
 	@echo "make bench       measure lifecycle and network on the simulator (bench/results.json; BENCH_ARGS=--help)"
@@ -107,7 +109,16 @@ test-unit: venv dev-tools
 test-e2e: e2e-deps
 	$(PY) -m harness.lanes --lanes $(LANES)
 
+# The plan's property tests (tests/unit/test_plan_properties.py) with the long profile: random
+# sequences of edits and host answers, where the fast tier runs a few fixed ones (docs/testing.md).
+test-properties: venv
+	HYPOTHESIS_PROFILE=nightly $(PY) -m pytest tests/unit/test_plan_properties.py
+
+# DSLAB_LONG=1: the long property tests too, between the two tiers.
 test: test-unit
+ifeq ($(DSLAB_LONG),1)
+	@$(MAKE) --no-print-directory test-properties
+endif
 	@$(MAKE) --no-print-directory test-e2e
 
 test-faults: e2e-deps

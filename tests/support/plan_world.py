@@ -17,22 +17,26 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import ipaddress
+import re
 from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
+from unittest import mock
 
 import pulumi
 import yaml
+from pulumi.output import Unknown
 
 from components.config import Host, LabConfig, LabConfigError, load_lab_config, strip_namespace
+from components.hosts import probe
 from components.hosts.probe import SSH_ANSWER_S, SwarmNode
-from components.steps.deepspeed_launch import RUN_FILES_STEP
+from components.steps.deepspeed_launch import RUN_FILES_STEP, RUN_REPORT_STEP
 from components.steps.ssh_mesh import KEYS_STEP, REACH_STEP, TRUST_STEP
 from components.steps.swarm import SWARM_STEP
-from components.steps.deepspeed_launch import RUN_REPORT_STEP
 from components.steps.host_timeout import HOST_TIMEOUT_STEP
 from components.steps.results_store import RESULTS_STEP
 from components.steps.training_image import IMAGE_STEP, copy_step_name
@@ -123,26 +127,36 @@ def probe_answer(config: LabConfig, machines: Mapping[str, Machine], silent: Col
     return "".join(f"{line}\n" for line in lines)
 
 
-def run_program(config: LabConfig, answers: str, ups: int = 0) -> Resources:
-    """`pulumi preview` of the Lab for CONFIG, the hosts answering ANSWERS, after UPS runs were
-    applied: every resource registered, with its inputs (the program runs to its end before
-    this returns).
+CLOCK_START_US = 1_800_000_000_000_000
+"""The probe's clock at the first run (µs since the epoch): the fresh generation it gives a step
+whose host kept no mark."""
+CLOCK_TICK_US = 1_000_000
+"""How far the clock moves from one `up` to the next: more than the generations one `up` adds to
+a mark (one), so a fresh generation is one no earlier run used."""
 
-    The program is a function of the two, but for the fresh generation it gives a step whose
-    host kept no mark (the clock's): a run is kept and handed out again for the same two after
-    as many `up`s, so that sequences of edits share their beginnings and no sequence is handed
-    a fresh generation it applied before. It runs in a thread of its own: the SDK records the
-    call stack of every resource it registers, and pytest's and Hypothesis's frames under it
-    would double the time of a run."""
-    key = (config.model_dump_json(), answers, ups)
+
+def run_program(config: LabConfig, answers: str, ups: int = 0, preview: bool = True) -> Resources:
+    """`pulumi preview` (PREVIEW) or `pulumi up` (not PREVIEW) of the Lab for CONFIG, the hosts
+    answering ANSWERS, after UPS runs were applied: every resource registered, with its inputs
+    (the program runs to its end before this returns). A program that stops raises its
+    pulumi.RunError (`up` stops at a host that does not answer, before registering anything).
+
+    The program is a function of the two and of the probe's clock, for the fresh generation it
+    gives a step whose host kept no mark: the clock is the model's (CLOCK_START_US, a tick per
+    `up`), so the preview and the `up` of one step read the same time. A run is kept and handed
+    out again for the same four, so that sequences of edits share their beginnings. It runs in
+    a thread of its own: the SDK records the call stack of every resource it registers, and
+    pytest's and Hypothesis's frames under it would double the time of a run."""
+    key = (config.model_dump_json(), answers, ups, preview)
     if key not in _RUNS:
         if len(_RUNS) >= _KEPT_RUNS:
             _RUNS.pop(next(iter(_RUNS)))
-        _RUNS[key] = MappingProxyType(_PROGRAM_THREAD.submit(_run_program, config, answers).result())
+        clock = CLOCK_START_US + ups * CLOCK_TICK_US
+        _RUNS[key] = MappingProxyType(_PROGRAM_THREAD.submit(_run_program, config, answers, clock, preview).result())
     return _RUNS[key]
 
 
-_RUNS: dict[tuple[str, str, int], Resources] = {}
+_RUNS: dict[tuple[str, str, int, bool], Resources] = {}
 _KEPT_RUNS = 256
 
 
@@ -153,11 +167,21 @@ def _new_event_loop() -> None:
 _PROGRAM_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pulumi-program", initializer=_new_event_loop)
 
 
-def _run_program(config: LabConfig, answers: str) -> dict[str, Recorded]:
+@dataclass(frozen=True)
+class _Clock:
+    """The probe's `time` module, as far as it reads it: the time of the run, in µs."""
+
+    microseconds: int
+
+    def time_ns(self) -> int:
+        return self.microseconds * 1000
+
+
+def _run_program(config: LabConfig, answers: str, clock_us: int, preview: bool) -> dict[str, Recorded]:
     from components.lab import Lab
 
     mocks = RecordingMocks(answers=answers)
-    pulumi.runtime.set_mocks(mocks, project="dslab", stack="dev", preview=True)
+    pulumi.runtime.set_mocks(mocks, project="dslab", stack="dev", preview=preview)
 
     @pulumi.runtime.test
     def program() -> pulumi.Output[Any]:
@@ -165,7 +189,8 @@ def _run_program(config: LabConfig, answers: str) -> dict[str, Recorded]:
         assert lab.launch is not None, "the modelled stacks train"
         return pulumi.Output.all(lab.container_ips, lab.launch.resource.urn)
 
-    program()
+    with mock.patch.object(probe, "time", _Clock(clock_us)):
+        program()
     return dict(mocks.resources)
 
 
@@ -196,6 +221,31 @@ def swarm_step_name(config: LabConfig, host: str) -> str:
 
 def ship_step_name(host: str) -> str:
     return f"lab-image-{host}-ship"
+
+
+RUN_NAME = "lab-training-run"
+"""The training run's Command, on the manager."""
+
+
+def claim_name(host: str) -> str:
+    """HOST's claim: a docker volume (components.steps.host_claims), no Command."""
+    return f"lab-claim-{host}"
+
+
+def host_step_names(config: LabConfig, host: str, tag: str) -> dict[str, str]:
+    """Step (as its mark on HOST names it) -> the Command that does it on HOST: its swarm
+    membership, its copy of the image tagged TAG (the manager builds it: no copy), its results
+    directory, the engine's bound it keeps, and on the manager the run's report."""
+    names = {
+        SWARM_STEP: swarm_step_name(config, host),
+        RESULTS_STEP: f"lab-results-{host}",
+        HOST_TIMEOUT_STEP: f"lab-host-timeout-{host}",
+    }
+    if host == config.manager.name:
+        names[RUN_REPORT_STEP] = RUN_NAME
+    else:
+        names[copy_step_name(IMAGE_STEP, tag)] = ship_step_name(host)
+    return names
 
 
 def container_step_names(config: LabConfig, host: str) -> dict[str, str]:
@@ -240,15 +290,11 @@ def machines_after_up(config: LabConfig, resources: Resources, machines: Mapping
         container = made[host.name]
         node_id = labels(container)["dslab.swarm-node"]
         tag = image_tag(resources)
+        # The run's report: what the run's step last reported (the run as it is: nothing ends
+        # between two ups here).
         host_steps = {
-            SWARM_STEP: generation_of(resources, swarm_step_name(config, host.name)),
-            copy_step_name(IMAGE_STEP, tag): generation_of(resources, ship_step_name(host.name)),
-            RESULTS_STEP: generation_of(resources, f"lab-results-{host.name}"),
-            HOST_TIMEOUT_STEP: generation_of(resources, f"lab-host-timeout-{host.name}"),
+            step: generation_of(resources, name) for step, name in host_step_names(config, host.name, tag).items()
         }
-        if host.name == config.manager.name:
-            # What the run's step last reported (the run as it is: nothing ends between two ups here).
-            host_steps[RUN_REPORT_STEP] = generation_of(resources, "lab-training-run")
         container_steps = {
             step: generation_of(resources, name) for step, name in container_step_names(config, host.name).items()
         }
@@ -272,6 +318,112 @@ def machines_after_up(config: LabConfig, resources: Resources, machines: Mapping
             container_steps={step: gen for step, gen in container_steps.items() if gen is not None},
         )
     return after
+
+
+def differences_but_unknowns(preview: Any, up: Any, path: str = "") -> list[str]:
+    """Where the inputs a preview registered (PREVIEW) and those `up` registered (UP) differ, a
+    value the preview did not know (a pulumi.output.Unknown) matching anything: one line a
+    difference, `PATH: the preview's value != up's`."""
+    if isinstance(preview, Unknown):
+        return []
+    if isinstance(preview, Mapping) and isinstance(up, Mapping):
+        found: list[str] = []
+        for key in sorted(preview.keys() | up.keys(), key=str):
+            if key not in up and isinstance(preview[key], Unknown):
+                continue  # unknown in the preview; None in up, which leaves it out
+            found += differences_but_unknowns(preview.get(key, ABSENT), up.get(key, ABSENT), f"{path}.{key}")
+        return found
+    if isinstance(preview, list) and isinstance(up, list) and len(preview) == len(up):
+        pairs = enumerate(zip(preview, up, strict=True))
+        return [line for index, (p, u) in pairs for line in differences_but_unknowns(p, u, f"{path}[{index}]")]
+    return [] if preview == up else [f"{path}: {str(preview)[:80]} != {str(up)[:80]}"]
+
+
+ABSENT = "(absent)"
+
+
+# --- the configuration's rules, as docs/configuration.md states them ---
+
+MTU_RANGE = range(576, 9001)
+MIN_HOST_TIMEOUT_S = 5
+SIZE = re.compile(r"^([0-9]+)([bkmg]?)$", re.IGNORECASE)
+MIB = {"": 1 / 2**20, "b": 1 / 2**20, "k": 1 / 2**10, "m": 1, "g": 2**10}
+
+
+def broken_rules(values: Mapping[str, Any]) -> list[str]:
+    """The keys of VALUES (a stack's configuration, its namespace stripped) that break a rule an
+    edit of the property tests can break, in order ([] when none): unique host names and
+    addresses, none inside network.subnet; a pinned container address inside network.subnet,
+    neither its network, broadcast nor gateway (first) address, outside network.ip_range (the
+    subnet's lower half by default) and no other host's pin (the later one is wrong);
+    network.mtu 576..9000; container.shm_size a whole number with a unit, at least 1M;
+    operator.host_timeout at least 5; training.stall_timeout and preflight.reach_timeout 0 or
+    more, preflight.min_busbw_gbps too; train_batch_size micro batch x accumulation x the hosts'
+    slots.
+
+    A model of the rules written from what they say, not from components.config: the property
+    tests hold the program's refusals against it, both ways."""
+    broken: list[str] = []
+    hosts = list(values["hosts"])
+    for attribute in ("name", "address"):
+        seen: set[str] = set()
+        for index, host in enumerate(hosts):
+            if host[attribute] in seen:
+                broken.append(f"hosts[{index}].{attribute}")
+            seen.add(host[attribute])
+    network = values.get("network", {})
+    subnet = ipaddress.IPv4Network(network.get("subnet", "10.0.3.0/24"))
+    dynamic = ipaddress.IPv4Network(network["ip_range"]) if network.get("ip_range") else next(subnet.subnets(1))
+    if any(ipaddress.IPv4Address(host["address"]) in subnet for host in hosts):
+        broken.append("network.subnet")
+    reserved = {subnet.network_address, subnet.broadcast_address, subnet.network_address + 1}
+    pins: set[str] = set()
+    for index, host in enumerate(hosts):
+        pin = host.get("container_address")
+        if pin is None:
+            continue
+        address = ipaddress.IPv4Address(pin)
+        if address not in subnet or address in reserved or address in dynamic or pin in pins:
+            broken.append(f"hosts[{index}].container_address")
+        pins.add(pin)
+    if network.get("mtu") is not None and network["mtu"] not in MTU_RANGE:
+        broken.append("network.mtu")
+    size = SIZE.match(str(values.get("container", {}).get("shm_size", "40G")))
+    if size is None or int(size.group(1)) * MIB[size.group(2).lower()] < 1:
+        broken.append("container.shm_size")
+    if values.get("operator", {}).get("host_timeout", 60) < MIN_HOST_TIMEOUT_S:
+        broken.append("operator.host_timeout")
+    training = values.get("training", {})
+    preflight = training.get("preflight", {})
+    for key, value in (
+        ("training.stall_timeout", training.get("stall_timeout", 0)),
+        ("training.preflight.min_busbw_gbps", preflight.get("min_busbw_gbps", 0)),
+        ("training.preflight.reach_timeout", preflight.get("reach_timeout", 0)),
+    ):
+        if value < 0:
+            broken.append(key)
+    deepspeed = training["deepspeed"]
+    world = sum(int(host.get("slots", 1)) for host in hosts)
+    expected = deepspeed["train_micro_batch_size_per_gpu"] * deepspeed["gradient_accumulation_steps"] * world
+    if deepspeed["train_batch_size"] != expected:
+        broken.append("training.deepspeed.train_batch_size")
+    return broken
+
+
+def pins_held_elsewhere(values: Mapping[str, Any], machines: Mapping[str, Machine]) -> list[str]:
+    """The pins (`hosts[I].container_address`) the address plan refuses against what the
+    servers hold: an address a container on another server holds now, which one run would
+    have to take from it and give to the pinned host's, in no order."""
+    return [
+        f"hosts[{index}].container_address"
+        for index, host in enumerate(values["hosts"])
+        if host.get("container_address") is not None
+        and any(
+            machine.container is not None and machine.container.address == host["container_address"]
+            for address, machine in machines.items()
+            if address != host["address"]
+        )
+    ]
 
 
 # --- the stack and its servers ---
@@ -316,6 +468,11 @@ class Plan:
     """Hosts whose server was reinstalled since the run applied last."""
     image_gone: frozenset[str] = frozenset()
     """Hosts whose shipped image was removed since the run applied last."""
+    up: Resources | None = None
+    """What `pulumi up` of the same configuration against the same answers registered (the
+    program run as `up` runs it); None when it stopped first."""
+    up_stopped: str = ""
+    """Why that `up` stopped before registering anything (a host that did not answer)."""
 
     @property
     def nothing_changed(self) -> bool:
@@ -388,10 +545,20 @@ class LabModel:
     # --- runs ---
 
     def preview(self, silent: Collection[str] = ()) -> Plan:
-        """The program against what the servers answer now (SILENT hosts not answering)."""
+        """The program against what the servers answer now (SILENT hosts not answering), run
+        as `pulumi preview` runs it and as `pulumi up` does: the plan holds both. A preview
+        the program refuses raises its pulumi.RunError, once `up` was seen to refuse it alike."""
         answers = probe_answer(self.config, self.machines, silent)
-        resources = run_program(self.config, answers, self._ups)
-        plan = Plan(
+        try:
+            resources = run_program(self.config, answers, self._ups)
+        except pulumi.RunError as refused:
+            self._up_refuses_too(answers, str(refused))
+            raise
+        try:
+            up, stopped = run_program(self.config, answers, self._ups, preview=False), ""
+        except pulumi.RunError as error:
+            up, stopped = None, str(error)
+        return Plan(
             before=self.applied_config,
             after=self.config,
             previous=self.applied,
@@ -399,15 +566,26 @@ class LabModel:
             silent=frozenset(silent),
             wiped=frozenset(self._wiped),
             image_gone=frozenset(self._image_gone),
+            up=up,
+            up_stopped=stopped,
         )
-        return plan
+
+    def _up_refuses_too(self, answers: str, refused: str) -> None:
+        try:
+            run_program(self.config, answers, self._ups, preview=False)
+        except pulumi.RunError as error:
+            assert str(error) == refused, f"the preview refused the stack with {refused!r}, and up with {str(error)!r}"
+            return
+        raise AssertionError(f"the preview refused the stack ({refused}), and up would go ahead")
 
     def up(self, plan: Plan) -> None:
-        """Applies PLAN: the servers hold what it recorded. (`up` refuses a host that does not
-        answer: a plan with a silent host is never applied.)"""
+        """Applies PLAN as its `up` ran: the servers hold what that run recorded, which the next
+        preview is read against. (`up` refuses a host that does not answer: a plan with a
+        silent host is never applied.)"""
         assert not plan.silent, "up stops at a host that does not answer, before anything changes"
-        self.machines = machines_after_up(plan.after, plan.resources, self.machines)
-        self.applied_config, self.applied = plan.after, plan.resources
+        assert plan.up is not None, f"up stopped though every host answered: {plan.up_stopped}"
+        self.machines = machines_after_up(plan.after, plan.up, self.machines)
+        self.applied_config, self.applied = plan.after, plan.up
         self._ups += 1
         self._wiped.clear()
         self._image_gone.clear()

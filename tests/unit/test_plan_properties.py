@@ -8,16 +8,20 @@ addresses in use on the overlay, its claim and the marks the steps left. A step 
 makes (a host added, a worker removed, the list reordered, a host renamed at the same address, a
 container address pinned, the overlay's MTU, a training argument, the shm size, a timeout, how
 the run is watched: each validated by components.config, which may refuse it), or one thing that
-happens to a server (it is reinstalled, it does not answer, its shipped image is removed). After
-each step the program runs as `pulumi preview` would; its resources are read against the last run `up` applied, as
-the preview reads them: changed inputs are an update or a replacement, changed triggers run a
-Command anew. A preview without a host's answer is never applied (`up` stops at that host);
-every other one is, and the servers then hold what it recorded.
+happens to a server (it is reinstalled, it does not answer, its shipped image is removed). An
+edit is refused exactly where a model of the rules written apart from the program's
+(plan_world.broken_rules, pins_held_elsewhere) says it breaks one, naming that key. After each
+step the program runs as `pulumi preview` would and as `pulumi up` would; the preview's resources
+are read against the last run `up` applied, as the preview reads them: changed inputs are an
+update or a replacement, changed triggers run a Command anew. A preview without a host's answer
+is never applied (`up` stops at that host); every other one is, and the servers then hold what
+the `up` run recorded.
 
 The invariants are what a user relies on (docs/day-two.md, "Changing the host list"), checked
 after every step: addresses unique and each host's own; a container changed only by its own settings; the
-training run started again only when what it is changes; an undone step on a host done again;
-a preview without a host's answer replacing nothing of that host's. The sequences Hypothesis once
+training run started again only when what it is changes; an undone step on a host done again,
+every step of a reinstalled host done again; a preview without a host's answer replacing
+nothing of that host's; `up` doing what the preview showed. The sequences Hypothesis once
 found breaking one are each a test of their own below; the machine checks the rest. The profile
 (tests/unit/conftest.py, env HYPOTHESIS_PROFILE) bounds the sequences; one sequence of every step
 in a fixed order runs too, whatever the fast profile happens to draw.
@@ -25,6 +29,7 @@ in a fixed order runs too, whatever the fast profile happens to draw.
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Callable, Collection
 from typing import Any
@@ -33,21 +38,30 @@ import pulumi
 import pytest
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from pulumi.output import Unknown
 
 from components.config import LabConfig, LabConfigError
 from components.config.address_plan import static_candidates
 from components.steps.training_image import IMAGE_STEP
 from tests.support.plan_world import (
+    RUN_NAME,
     LabModel,
     Plan,
     batch_size_for,
+    broken_rules,
+    claim_name,
     containers,
+    differences_but_unknowns,
+    generation_of,
+    host_step_names,
+    image_tag,
     overlay_address,
+    pins_held_elsewhere,
     ship_step_name,
     swarm_step_name,
 )
 
-RUN = "lab-training-run"
+RUN = RUN_NAME
 CONFIG_ERROR_LINE = re.compile(r"^dslab:[a-z_]+(\[\d+\])?(\.[a-z_]+(\[\d+\])?)*: \S[^\n]*$")
 """One problem: the key's path, then what is wrong with its value."""
 
@@ -158,14 +172,40 @@ def check_undone_host_steps_are_planned_again(plan: Plan) -> None:
 
 
 def check_a_wiped_hosts_steps_are_planned_again(plan: Plan) -> None:
-    """4. A reinstalled host's steps whose facts are missing from its answer (its swarm
-    membership, its shipped image) run again."""
+    """4. A reinstalled host's steps, whose work and marks went with it, all run again (a new
+    generation): its swarm membership, its copy of the image, its results directory, the
+    engine's bound it keeps, on the manager the run's report; and its claim, a volume the
+    refresh finds gone, is still planned for it."""
     for host in sorted(plan.wiped & {h.name for h in plan.after.hosts}):
-        for name in (swarm_step_name(plan.after, host), ship_step_name(host)):
-            if name in plan.previous and name in plan.resources:
-                assert plan.resources[name].inputs != plan.previous[name].inputs, (
-                    f"{host} was reinstalled: {name}'s work is gone, and the preview would not run it again"
-                )
+        for step, name in host_step_names(plan.after, host, image_tag(plan.resources)).items():
+            before, after = generation_of(plan.previous, name), generation_of(plan.resources, name)
+            assert before is not None and after is not None, f"{host}'s {step} step ({name}) is not a kept step in both runs"
+            assert after != before, (
+                f"{host} was reinstalled: its {step} is gone, and the preview would not run {name} again "
+                f"(generation {before} kept)"
+            )
+        assert claim_name(host) in plan.resources, f"{host} was reinstalled, and the preview plans no claim of it"
+
+
+def check_the_preview_is_what_up_does(plan: Plan) -> None:
+    """6. `pulumi up` of the same configuration against the same answers registers what the
+    preview showed: the same resources with the same inputs, where the preview knew them; or,
+    where a host did not answer, it stops before registering anything, naming the host."""
+    if plan.silent:
+        assert plan.up is None, f"{sorted(plan.silent)} did not answer, and up would go ahead"
+        for host in sorted(plan.silent):
+            assert f"{host}: {host} (" in plan.up_stopped, f"up stopped without naming {host}: {plan.up_stopped}"
+        assert plan.up_stopped.endswith("nothing was changed)"), f"up's stop says what it did: {plan.up_stopped}"
+        return
+    assert plan.up is not None, f"the preview planned a run, and up would stop: {plan.up_stopped}"
+    assert plan.resources.keys() == plan.up.keys(), (
+        f"up would register other resources than the preview showed: {sorted(plan.resources.keys() ^ plan.up.keys())}"
+    )
+    for name in plan.resources:
+        shown, done = plan.resources[name], plan.up[name]
+        assert shown.type == done.type, f"{name} is a {shown.type} in the preview and a {done.type} in up"
+        differences = differences_but_unknowns(shown.inputs, done.inputs)
+        assert not differences, f"up would give {name} other inputs than the preview showed: {differences}"
 
 
 def check_a_silent_host_keeps_its_container(plan: Plan) -> None:
@@ -211,6 +251,11 @@ def pin(host: str, address: str | None) -> Callable[[dict[str, Any]], None]:
     return change
 
 
+def refused_key(problem: str) -> str:
+    """The key a one-line refusal names (`dslab:KEY: what is wrong`)."""
+    return problem.split(": ", 1)[0].removeprefix("dslab:")
+
+
 def assert_refused_in_one_line(error: LabConfigError) -> None:
     assert len(error.problems) == 1, f"one edit, one problem: {error.problems}"
     assert CONFIG_ERROR_LINE.match(error.problems[0]), f"a config error is one line naming its key: {error.problems[0]!r}"
@@ -245,18 +290,32 @@ class LabEdits(RuleBasedStateMachine):
     def edit(self, change: Callable[[dict[str, Any]], None]) -> None:
         """CHANGE previewed and applied; or refused by validation, as `pulumi preview` would
         refuse it before the program plans anything (nothing runs then); or refused by the
-        address plan, against what the hosts hold (the user then takes the edit back)."""
+        address plan, against what the hosts hold (the user then takes the edit back). Either
+        refusal only where the rules (plan_world.broken_rules, pins_held_elsewhere) say the
+        edit breaks one, for that key; and every edit that breaks one is refused."""
         before, values = self.model.config, self.model.values
+        proposed = copy.deepcopy(values)
+        change(proposed)
+        broken = broken_rules(proposed)
         error = self.model.edit(change)
-        if error is None:
-            try:
-                self.run()
-            except pulumi.RunError as refused:
-                assert CONFIG_ERROR_LINE.match(str(refused)), f"a plan refused is one line naming its key: {refused}"
-                self.model.values, self.model.config = values, before
+        if error is not None:
+            assert_refused_in_one_line(error)
+            assert self.model.config is before, "a refused edit leaves the configuration as it was"
+            refused = [refused_key(problem) for problem in error.problems]
+            assert broken, f"an edit that breaks no rule is refused: {error.problems}"
+            assert refused == broken, f"an edit that breaks {broken} is refused for {refused}: {error.problems}"
             return
-        assert_refused_in_one_line(error)
-        assert self.model.config is before, "a refused edit leaves the configuration as it was"
+        assert not broken, f"an edit that breaks {broken} is taken"
+        held = pins_held_elsewhere(proposed, self.model.machines)
+        try:
+            self.run()
+        except pulumi.RunError as refused:
+            assert CONFIG_ERROR_LINE.match(str(refused)), f"a plan refused is one line naming its key: {refused}"
+            assert held, f"a plan no pin of which another container holds is refused: {refused}"
+            assert refused_key(str(refused)) in held, f"a plan with pins held elsewhere ({held}) is refused for another key: {refused}"
+            self.model.values, self.model.config = values, before
+            return
+        assert not held, f"pins on addresses other containers hold ({held}) are taken"
 
     def names(self) -> list[str]:
         return [host.name for host in self.model.config.hosts]
@@ -422,6 +481,10 @@ class LabEdits(RuleBasedStateMachine):
     def a_step_found_undone_is_planned_again(self) -> None:
         check_undone_host_steps_are_planned_again(self.plan)
 
+    @invariant()
+    def up_does_what_the_preview_showed(self) -> None:
+        check_the_preview_is_what_up_does(self.plan)
+
     def check_what_holds(self) -> None:
         """Every invariant above, as Hypothesis checks them after each step."""
         self.an_unchanged_stack_plans_nothing()
@@ -432,6 +495,7 @@ class LabEdits(RuleBasedStateMachine):
         self.a_step_found_undone_is_planned_again()
         self.a_wiped_hosts_steps_are_done_again()
         self.a_silent_host_keeps_its_container()
+        self.up_does_what_the_preview_showed()
 
 
 TestEditsAndAnswersKeepWhatTheUserReliesOn = LabEdits.TestCase
@@ -488,7 +552,7 @@ def applied(model: LabModel, change: Callable[[dict[str, Any]], None]) -> None:
     model.up(model.preview())
 
 
-def test_a_reinstalled_hosts_swarm_membership_and_shipped_image_are_made_again() -> None:
+def test_a_reinstalled_hosts_steps_are_all_done_again() -> None:
     model = LabModel.running(hosts=2)
     model.wipe("server2")
     check_a_wiped_hosts_steps_are_planned_again(model.preview())
@@ -506,7 +570,19 @@ def test_a_reinstalled_manager_makes_every_worker_join_its_new_swarm() -> None:
 
 def test_a_preview_without_a_hosts_answer_replaces_nothing_of_that_host() -> None:
     model = LabModel.running(hosts=2)
-    check_a_silent_host_keeps_its_container(model.preview(silent=["server2"]))
+    plan = model.preview(silent=["server2"])
+    check_a_silent_host_keeps_its_container(plan)
+    check_the_preview_is_what_up_does(plan)
+
+
+def test_up_may_fill_in_what_the_preview_did_not_know_but_not_change_what_it_showed() -> None:
+    shown = {"create": Unknown(), "labels": [{"label": "node", "value": Unknown()}], "name": "x", "env": Unknown()}
+    done = {"create": "bash -s", "labels": [{"label": "node", "value": "n1"}], "name": "x"}
+    assert differences_but_unknowns(shown, done) == [], "unknowns match anything up gives, or nothing"
+    assert differences_but_unknowns({**shown, "name": "y"}, done) == [".name: y != x"], "a known value is kept"
+    assert differences_but_unknowns(shown, {**done, "mounts": []}) == [".mounts: (absent) != []"], "nothing added"
+    labels = [{"label": "node", "value": "n2"}]
+    assert differences_but_unknowns({**done, "labels": labels}, done) == [".labels[0].value: n2 != n1"]
 
 
 def test_pinning_the_address_another_host_holds_is_refused_naming_both_hosts() -> None:
