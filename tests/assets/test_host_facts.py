@@ -164,3 +164,14 @@ def test_a_manager_tells_its_node_the_managers_it_knows_and_every_node_of_its_sw
         "swarm-member w1 10.0.0.2",
         "results absent",
     ]
+
+
+def test_every_reader_of_the_hosts_timeout_reads_the_file_its_step_writes() -> None:
+    # host-facts.sh is sent as it is (no includes) and the engine watch runs on the operator's
+    # side: both name the file host/lib/host-timeout-file.sh names, which host-timeout.sh writes.
+    written = (ASSETS_DIR / "host" / "lib" / "host-timeout-file.sh").read_text()
+    path = written.split("HOST_TIMEOUT_FILE=~/", 1)[1].split()[0]
+    assert path == ".dslab/host-timeout"
+    assert f"HOST_TIMEOUT_FILE=$HOME/{path}" in (ASSETS_DIR / "host" / "host-facts.sh").read_text()
+    assert f"~/{path}" in (ASSETS_DIR / "operator" / "engine-watch.sh").read_text()
+    assert "host-timeout-file.sh" in (ASSETS_DIR / "host" / "host-timeout.sh").read_text()
